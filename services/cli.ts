@@ -1,0 +1,88 @@
+// `meshwork`: parses the run mode, loads configuration, starts telemetry and the mesh, and shuts
+// everything down on SIGINT/SIGTERM. A bad setting stops the process with a message naming it.
+import { ConfigError, loadConfig, renderSettingsText } from "./runtime/config/index.js";
+import { createLogger } from "./runtime/logging/index.js";
+import { startTelemetry } from "./runtime/telemetry/index.js";
+import { allModules, startMesh, type MeshMode } from "./mesh.js";
+
+const usage = `Usage: meshwork [mode] [--Section:Key=value ...]
+
+Modes:
+  all                 every service and every REST front in one process (default)
+  serve <service>     one service on the service host (gRPC, gRPC-web, Connect); services: ${allModules.map((m) => m.name).join(", ")}
+  gateway             the REST fronts only, calling services over gRPC (Services:<Name>:Address)
+
+Options:
+  --environment <name>   picks appsettings.<name>.json (default Production; env MESHWORK_ENVIRONMENT)
+  --help                 this text
+
+Settings (flags --Key=value, environment Section__Key, or appsettings.json):
+${renderSettingsText()}
+`;
+
+function parseMode(args: string[]): { mode: MeshMode; flags: string[] } {
+  const first = args[0];
+  if (first === undefined || first.startsWith("--")) return { mode: { kind: "all" }, flags: args };
+  if (first === "all") return { mode: { kind: "all" }, flags: args.slice(1) };
+  if (first === "gateway") return { mode: { kind: "gateway" }, flags: args.slice(1) };
+  if (first === "serve") {
+    const name = args[1];
+    if (!name || name.startsWith("--")) throw new ConfigError("`meshwork serve` needs a service name.");
+    if (!allModules.some((m) => m.name === name)) {
+      throw new ConfigError(`Unknown service '${name}'. Known: ${allModules.map((m) => m.name).join(", ")}.`);
+    }
+    return { mode: { kind: "service", name }, flags: args.slice(2) };
+  }
+  throw new ConfigError(`Unknown mode '${first}'.`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(usage);
+    return;
+  }
+  let mode: MeshMode;
+  let config;
+  try {
+    const parsed = parseMode(argv);
+    mode = parsed.mode;
+    config = loadConfig({ flags: parsed.flags });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`meshwork: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+
+  const logger = createLogger({ level: config.logging.level });
+  const telemetry = await startTelemetry({
+    serviceName: config.telemetry.serviceName,
+    serviceVersion: "0.1.0",
+    exporter: config.telemetry.exporter,
+    otlpProtocol: config.telemetry.otlpProtocol,
+    endpoint: config.telemetry.endpoint,
+    env: config.telemetry.otelEnv,
+    logger,
+  });
+  const mesh = await startMesh({ config, logger, mode }).catch(async (err: unknown) => {
+    logger.fatal({ err }, "meshwork failed to start");
+    await telemetry.shutdown();
+    process.exit(1);
+  });
+  logger.info({ mode: mode.kind, environment: config.environment }, "meshwork is up");
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    await mesh.close();
+    await telemetry.shutdown();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+await main(process.argv.slice(2));

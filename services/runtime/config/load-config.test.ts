@@ -1,0 +1,90 @@
+import test from "ava";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, describeConfig, loadConfig, redactUrl } from "./index.js";
+
+function dirWith(files: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(tmpdir(), "meshwork-config-"));
+  for (const [name, body] of Object.entries(files)) writeFileSync(join(dir, name), JSON.stringify(body));
+  return dir;
+}
+
+test("defaults apply when nothing is configured", (t) => {
+  const config = loadConfig({ env: {}, cwd: dirWith({}) });
+  t.is(config.environment, "Production");
+  t.is(config.services.port, 9090);
+  t.is(config.gateway.tracking.port, 8080);
+  t.is(config.gateway.protection.port, 8081);
+  t.is(config.gateway.agents.port, 18789);
+  t.is(config.gateway.bodyLimitBytes, 1024 * 1024);
+  t.is(config.telemetry.exporter, "console");
+  t.is(config.database.url, undefined);
+  t.is(config.nats.url, undefined);
+});
+
+test("layers: defaults < appsettings.json < appsettings.{Environment}.json < env < flags", (t) => {
+  const cwd = dirWith({
+    "appsettings.json": { Gateway: { Tracking: { Port: 1001 }, Protection: { Port: 1002 }, Agents: { Port: 1003 } }, Services: { Port: 1004 } },
+    "appsettings.Staging.json": { Gateway: { Protection: { Port: 2002 }, Agents: { Port: 2003 } }, Services: { Port: 2004 } },
+  });
+  const config = loadConfig({
+    cwd,
+    env: { MESHWORK_ENVIRONMENT: "Staging", Gateway__Agents__Port: "3003", Services__Port: "3004" },
+    flags: ["--Services:Port=4004"],
+  });
+  t.is(config.gateway.tracking.port, 1001);
+  t.is(config.gateway.protection.port, 2002);
+  t.is(config.gateway.agents.port, 3003);
+  t.is(config.services.port, 4004);
+  t.is(config.values.get("Services:Port")?.source, "flag --Services:Port");
+  t.is(config.values.get("Gateway:Agents:Port")?.source, "environment variable Gateway__Agents__Port");
+});
+
+test("keys are case-insensitive and flags take a separate value too", (t) => {
+  const config = loadConfig({ env: { LOGGING__LEVEL: "debug" }, cwd: dirWith({}), flags: ["--gateway:host", "0.0.0.0"] });
+  t.is(config.logging.level, "debug");
+  t.is(config.gateway.host, "0.0.0.0");
+});
+
+test("DATABASE_URL and NATS_URL are accepted; Section__Key wins over the alias", (t) => {
+  const a = loadConfig({ env: { DATABASE_URL: "postgres://u:pw@db:5432/x", NATS_URL: "nats://bus:4222" }, cwd: dirWith({}) });
+  t.is(a.database.url, "postgres://u:pw@db:5432/x");
+  t.is(a.nats.url, "nats://bus:4222");
+  const b = loadConfig({ env: { DATABASE_URL: "postgres://a/x", Database__Url: "postgres://b/y" }, cwd: dirWith({}) });
+  t.is(b.database.url, "postgres://b/y");
+});
+
+test("a bad value stops with a message naming the setting and its source", (t) => {
+  const err = t.throws(() => loadConfig({ env: { Gateway__Tracking__Port: "eighty" }, cwd: dirWith({}) }), { instanceOf: ConfigError });
+  t.regex(err!.message, /Gateway:Tracking:Port/);
+  t.regex(err!.message, /environment variable Gateway__Tracking__Port/);
+  t.regex(err!.message, /integer from 0 to 65535/);
+  t.throws(() => loadConfig({ env: {}, cwd: dirWith({}), flags: ["--Telemetry:Exporter=jaeger"] }), { message: /one of console, otlp, zipkin, none/ });
+  t.throws(() => loadConfig({ env: { DATABASE_URL: "mysql://x" }, cwd: dirWith({}) }), { message: /Database:Url = <redacted>/ });
+});
+
+test("an unknown key under a known section is refused; unrelated variables are ignored", (t) => {
+  t.throws(() => loadConfig({ env: { Gateway__Trakcing__Port: "1" }, cwd: dirWith({}) }), { message: /Unknown setting Gateway:Trakcing:Port/ });
+  t.throws(() => loadConfig({ env: {}, cwd: dirWith({ "appsettings.json": { Nats: { Uri: "x" } } }) }), { message: /Unknown setting Nats:Uri \(from appsettings.json\)/ });
+  t.notThrows(() => loadConfig({ env: { SOME_OTHER__THING: "1", PATH: "/bin" }, cwd: dirWith({}) }));
+});
+
+test("invalid JSON in appsettings.json names the file", (t) => {
+  const cwd = mkdtempSync(join(tmpdir(), "meshwork-config-"));
+  writeFileSync(join(cwd, "appsettings.json"), "{ nope");
+  t.throws(() => loadConfig({ env: {}, cwd }), { message: /appsettings.json is not valid JSON/ });
+});
+
+test("OTEL_* variables pass through to telemetry untouched", (t) => {
+  const config = loadConfig({ env: { OTEL_TRACES_EXPORTER: "zipkin", OTEL_SERVICE_NAME: "x" }, cwd: dirWith({}) });
+  t.deepEqual(config.telemetry.otelEnv, { OTEL_TRACES_EXPORTER: "zipkin", OTEL_SERVICE_NAME: "x" });
+});
+
+test("describeConfig never shows a password", (t) => {
+  const config = loadConfig({ env: { DATABASE_URL: "postgres://app:s3cret@db:5432/x" }, cwd: dirWith({}) });
+  const shown = JSON.stringify(describeConfig(config));
+  t.false(shown.includes("s3cret"));
+  t.true(shown.includes("postgres://***:***@db:5432/x"));
+  t.is(redactUrl("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+});

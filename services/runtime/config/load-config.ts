@@ -1,0 +1,248 @@
+// The configuration loader: the one place in Meshwork that reads the environment. Layers, later
+// wins: built-in defaults < appsettings.json < appsettings.{Environment}.json < environment
+// variables (`Section__Key`) < command-line flags (`--Section:Key=value`).
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { settings, type Setting } from "./settings.js";
+
+export type SettingValue = string | number | boolean;
+
+export interface MeshworkConfig {
+  environment: string;
+  dataDir: string;
+  database: { url?: string; poolSize: number };
+  nats: { url?: string };
+  outbox: { pollIntervalMs: number };
+  logging: { level: string };
+  services: { host: string; port: number; tracking: { address: string } };
+  gateway: {
+    host: string;
+    bodyLimitBytes: number;
+    tracking: { port: number };
+    protection: { port: number };
+    agents: { port: number };
+  };
+  telemetry: {
+    exporter: "console" | "otlp" | "zipkin" | "none";
+    otlpProtocol: "grpc" | "http";
+    endpoint?: string;
+    serviceName: string;
+    /** The standard OTEL_* variables, handed to the telemetry module untouched. */
+    otelEnv: Record<string, string>;
+  };
+  /** Every setting by key, with the layer it came from. */
+  values: ReadonlyMap<string, { value: SettingValue; source: string }>;
+}
+
+/** A bad setting. The message names the setting, the value's source and what was expected. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export interface LoadConfigOptions {
+  env?: Record<string, string | undefined>;
+  /** Flags only (`--Section:Key=value`, `--Section:Key value`, `--environment Name`). */
+  flags?: readonly string[];
+  /** Directory holding appsettings*.json. */
+  cwd?: string;
+}
+
+const byLowerKey = new Map(settings.map((s) => [s.key.toLowerCase(), s]));
+const sections = new Set(settings.map((s) => s.key.split(":")[0]!.toLowerCase()));
+
+export function loadConfig(options: LoadConfigOptions = {}): MeshworkConfig {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const flags = parseFlags(options.flags ?? []);
+  const environment = flags.environment ?? env.MESHWORK_ENVIRONMENT ?? "Production";
+
+  const raw = new Map<string, { value: unknown; source: string }>();
+  for (const s of settings) {
+    if (s.default !== undefined) raw.set(s.key, { value: s.default, source: "default" });
+  }
+  for (const file of ["appsettings.json", `appsettings.${environment}.json`]) {
+    const path = join(cwd, file);
+    if (!existsSync(path)) continue;
+    for (const [key, value] of Object.entries(readJsonSettings(path))) {
+      raw.set(canonical(key, file), { value, source: file });
+    }
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || !name.includes("__")) continue;
+    if (!sections.has(name.split("__")[0]!.toLowerCase())) continue;
+    const key = canonical(name.replaceAll("__", ":"), `environment variable ${name}`);
+    raw.set(key, { value, source: `environment variable ${name}` });
+  }
+  for (const s of settings) {
+    for (const alias of s.aliases ?? []) {
+      const envKey = s.key.replaceAll(":", "__");
+      const value = env[alias];
+      if (value !== undefined && value !== "" && !hasEnvCaseInsensitive(env, envKey)) {
+        raw.set(s.key, { value, source: `environment variable ${alias}` });
+      }
+    }
+  }
+  for (const [key, value] of flags.values) {
+    raw.set(canonical(key, `flag --${key}`), { value, source: `flag --${key}` });
+  }
+
+  const values = new Map<string, { value: SettingValue; source: string }>();
+  for (const [key, { value, source }] of raw) {
+    if (value === "" && byLowerKey.get(key.toLowerCase())?.default === undefined) continue;
+    values.set(key, { value: coerce(byLowerKey.get(key.toLowerCase())!, value, source), source });
+  }
+  return toTyped(environment, values, env);
+}
+
+function toTyped(
+  environment: string,
+  values: Map<string, { value: SettingValue; source: string }>,
+  env: Record<string, string | undefined>,
+): MeshworkConfig {
+  const get = <T extends SettingValue>(key: string) => values.get(key)?.value as T;
+  const otelEnv: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (name.startsWith("OTEL_") && value !== undefined) otelEnv[name] = value;
+  }
+  return {
+    environment,
+    dataDir: get("Data:Dir"),
+    database: { url: get("Database:Url"), poolSize: get("Database:PoolSize") },
+    nats: { url: get("Nats:Url") },
+    outbox: { pollIntervalMs: get("Outbox:PollIntervalMs") },
+    logging: { level: get("Logging:Level") },
+    services: {
+      host: get("Services:Host"),
+      port: get("Services:Port"),
+      tracking: { address: get("Services:Tracking:Address") },
+    },
+    gateway: {
+      host: get("Gateway:Host"),
+      bodyLimitBytes: get("Gateway:BodyLimitBytes"),
+      tracking: { port: get("Gateway:Tracking:Port") },
+      protection: { port: get("Gateway:Protection:Port") },
+      agents: { port: get("Gateway:Agents:Port") },
+    },
+    telemetry: {
+      exporter: get("Telemetry:Exporter"),
+      otlpProtocol: get("Telemetry:OtlpProtocol"),
+      endpoint: get("Telemetry:Endpoint"),
+      serviceName: get("Telemetry:ServiceName"),
+      otelEnv,
+    },
+    values,
+  };
+}
+
+function parseFlags(argv: readonly string[]): { environment?: string; values: [string, string][] } {
+  const values: [string, string][] = [];
+  let environment: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) throw new ConfigError(`Unexpected argument '${arg}'. Flags look like --Section:Key=value.`);
+    const body = arg.slice(2);
+    const eq = body.indexOf("=");
+    const name = eq >= 0 ? body.slice(0, eq) : body;
+    let value: string | undefined = eq >= 0 ? body.slice(eq + 1) : undefined;
+    if (value === undefined) {
+      value = argv[i + 1];
+      if (value === undefined || value.startsWith("--")) throw new ConfigError(`Flag --${name} needs a value.`);
+      i++;
+    }
+    if (name.toLowerCase() === "environment") environment = value;
+    else values.push([name, value]);
+  }
+  return { environment, values };
+}
+
+function readJsonSettings(path: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new ConfigError(`${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  const flat: Record<string, unknown> = {};
+  const walk = (node: unknown, prefix: string) => {
+    if (node !== null && typeof node === "object" && !Array.isArray(node)) {
+      for (const [k, v] of Object.entries(node)) walk(v, prefix ? `${prefix}:${k}` : k);
+    } else {
+      flat[prefix] = node;
+    }
+  };
+  walk(parsed, "");
+  return flat;
+}
+
+function canonical(key: string, source: string): string {
+  const setting = byLowerKey.get(key.toLowerCase());
+  if (!setting) throw new ConfigError(`Unknown setting ${key} (from ${source}). Run \`meshwork --help\` for the list.`);
+  return setting.key;
+}
+
+function hasEnvCaseInsensitive(env: Record<string, string | undefined>, name: string): boolean {
+  const lower = name.toLowerCase();
+  return Object.keys(env).some((k) => k.toLowerCase() === lower && env[k] !== undefined);
+}
+
+function coerce(setting: Setting, value: unknown, source: string): SettingValue {
+  const fail = (expected: string): never => {
+    const shown = setting.secret ? "<redacted>" : JSON.stringify(value);
+    throw new ConfigError(`Invalid setting ${setting.key} = ${shown} (from ${source}): expected ${expected}.`);
+  };
+  const type = setting.type;
+  switch (type.kind) {
+    case "string":
+      if (typeof value !== "string" || value === "") fail("a non-empty string");
+      return value as string;
+    case "int": {
+      const n = typeof value === "number" ? value : typeof value === "string" && /^-?\d+$/.test(value.trim()) ? Number(value) : NaN;
+      const range = `an integer${type.min !== undefined ? ` from ${type.min}` : ""}${type.max !== undefined ? ` to ${type.max}` : ""}`;
+      if (!Number.isSafeInteger(n)) fail(range);
+      if ((type.min !== undefined && n < type.min) || (type.max !== undefined && n > type.max)) fail(range);
+      return n;
+    }
+    case "bool":
+      if (typeof value === "boolean") return value;
+      if (typeof value === "string" && /^(true|false)$/i.test(value)) return value.toLowerCase() === "true";
+      return fail("true or false");
+    case "enum": {
+      const match = typeof value === "string" ? type.values.find((v) => v === value.toLowerCase()) : undefined;
+      return match ?? fail(`one of ${type.values.join(", ")}`);
+    }
+    case "url": {
+      let url: URL | undefined;
+      try {
+        url = typeof value === "string" ? new URL(value) : undefined;
+      } catch {
+        url = undefined;
+      }
+      if (!url || !type.protocols.includes(url.protocol)) fail(`a URL starting with ${type.protocols.join(" or ")}//`);
+      return value as string;
+    }
+  }
+}
+
+/** The configuration as it is safe to show: secrets keep their shape, never their password. */
+export function describeConfig(config: MeshworkConfig): { key: string; value: string; source: string }[] {
+  return [...config.values.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, { value, source }]) => {
+      const setting = byLowerKey.get(key.toLowerCase())!;
+      return { key, value: setting.secret ? redactUrl(String(value)) : String(value), source };
+    });
+}
+
+/** A URL with any user name and password replaced: safe for logs and status pages. */
+export function redactUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (url.username || url.password) {
+      url.username = url.username ? "***" : "";
+      url.password = url.password ? "***" : "";
+    }
+    return url.toString();
+  } catch {
+    return "<redacted>";
+  }
+}

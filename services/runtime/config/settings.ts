@@ -1,0 +1,136 @@
+// Every setting Meshwork reads: its key, type, default and documentation. The loader, the
+// `meshwork --help` text and the README's configuration table all come from this one list.
+
+export type SettingType =
+  | { kind: "string" }
+  | { kind: "int"; min?: number; max?: number }
+  | { kind: "bool" }
+  | { kind: "enum"; values: readonly string[] }
+  | { kind: "url"; protocols: readonly string[] };
+
+export interface Setting {
+  /** `Section:Key`, the form used in appsettings.json paths and in messages. */
+  key: string;
+  type: SettingType;
+  /** Undefined: the setting is unset unless configured. */
+  default?: string | number | boolean;
+  /** Extra environment variable names accepted besides `Section__Key` (e.g. DATABASE_URL). */
+  aliases?: readonly string[];
+  /** Redacted wherever configuration is shown. */
+  secret?: boolean;
+  description: string;
+}
+
+const port = { kind: "int", min: 0, max: 65535 } as const;
+
+export const settings: readonly Setting[] = [
+  {
+    key: "Data:Dir",
+    type: { kind: "string" },
+    default: ".data",
+    description: "Directory for local state: the embedded PostgreSQL data lives in `<dir>/pg`.",
+  },
+  {
+    key: "Database:Url",
+    type: { kind: "url", protocols: ["postgres:", "postgresql:"] },
+    aliases: ["DATABASE_URL"],
+    secret: true,
+    description: "PostgreSQL connection URL. Unset: an embedded PostgreSQL (PGlite) under Data:Dir.",
+  },
+  {
+    key: "Database:PoolSize",
+    type: { kind: "int", min: 1, max: 200 },
+    default: 10,
+    description: "Connections per process to a real PostgreSQL (the embedded one takes one).",
+  },
+  {
+    key: "Nats:Url",
+    type: { kind: "url", protocols: ["nats:", "tls:", "ws:", "wss:"] },
+    aliases: ["NATS_URL"],
+    secret: true,
+    description: "NATS server with JetStream. Unset: an in-process bus with the same subjects.",
+  },
+  {
+    key: "Outbox:PollIntervalMs",
+    type: { kind: "int", min: 10, max: 60_000 },
+    default: 1000,
+    description: "How often the outbox relay looks for unpublished events it was not told about.",
+  },
+  {
+    key: "Logging:Level",
+    type: { kind: "enum", values: ["trace", "debug", "info", "warn", "error", "fatal", "silent"] },
+    default: "info",
+    description: "Minimum log level (JSON lines on stdout).",
+  },
+  {
+    key: "Services:Host",
+    type: { kind: "string" },
+    default: "127.0.0.1",
+    description: "Address the service host (gRPC, gRPC-web, Connect on h2c) binds to.",
+  },
+  {
+    key: "Services:Port",
+    type: port,
+    default: 9090,
+    description: "Port of the service host; 0 picks a free port.",
+  },
+  {
+    key: "Services:Tracking:Address",
+    type: { kind: "url", protocols: ["http:"] },
+    default: "http://127.0.0.1:9090",
+    description: "Where a gateway-only process reaches the tracking service (gRPC over HTTP/2).",
+  },
+  {
+    key: "Gateway:Host",
+    type: { kind: "string" },
+    default: "127.0.0.1",
+    description: "Address every REST front binds to. Use 0.0.0.0 to accept remote clients.",
+  },
+  {
+    key: "Gateway:BodyLimitBytes",
+    type: { kind: "int", min: 1024, max: 64 * 1024 * 1024 },
+    default: 1024 * 1024,
+    description: "Largest accepted request body; a bigger one answers 413.",
+  },
+  {
+    key: "Gateway:Tracking:Port",
+    type: port,
+    default: 8080,
+    description: "Port of the asset tracking REST front (/api).",
+  },
+  {
+    key: "Gateway:Protection:Port",
+    type: port,
+    default: 8081,
+    description: "Port of the device protection REST front (/v1).",
+  },
+  {
+    key: "Gateway:Agents:Port",
+    type: port,
+    default: 18789,
+    description: "Port of the agent gateway REST front.",
+  },
+  {
+    key: "Telemetry:Exporter",
+    type: { kind: "enum", values: ["console", "otlp", "zipkin", "none"] },
+    default: "console",
+    description: "Where traces and metrics go. OTEL_TRACES_EXPORTER overrides it.",
+  },
+  {
+    key: "Telemetry:OtlpProtocol",
+    type: { kind: "enum", values: ["grpc", "http"] },
+    default: "grpc",
+    description: "OTLP transport. OTEL_EXPORTER_OTLP_PROTOCOL overrides it.",
+  },
+  {
+    key: "Telemetry:Endpoint",
+    type: { kind: "url", protocols: ["http:", "https:"] },
+    description: "OTLP or Zipkin endpoint. Unset: the exporter's default. OTEL_EXPORTER_OTLP_ENDPOINT overrides it.",
+  },
+  {
+    key: "Telemetry:ServiceName",
+    type: { kind: "string" },
+    default: "meshwork",
+    description: "service.name on every span and metric. OTEL_SERVICE_NAME overrides it.",
+  },
+];

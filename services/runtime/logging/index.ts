@@ -1,0 +1,2 @@
+export { createLogger, redactedPaths } from "./create-logger.js";
+export type { Logger, LoggerOptions } from "./create-logger.js";

@@ -1,0 +1,1 @@
+export type { ModuleDeps, ServiceModule } from "./service-module.js";
