@@ -1,0 +1,32 @@
+// The service host: Connect routes with gRPC health and reflection, an h2c server for them, and
+// the server interceptors every service runs behind.
+//
+// Recommended server interceptor order (outermost first):
+//   [requestContextInterceptor, serverTracingInterceptor(), errorInterceptor(logger)]
+// so the error log line carries the request id and sits inside the RPC span.
+export { buildRoutes, type BuildRoutesOptions, type ServiceRoutes } from "./build-routes.js";
+export {
+  createHealthRegistry,
+  type HealthRegistry,
+  type ServingStatus,
+  type WatchedStatus,
+} from "./health/health-registry.js";
+export { errorInterceptor } from "./interceptors/error-interceptor.js";
+export {
+  forwardRequestIdInterceptor,
+  requestContextInterceptor,
+} from "./interceptors/request-context-interceptor.js";
+export type { Logger } from "./logger.js";
+export {
+  getRequestId,
+  REQUEST_ID_HEADER,
+  requestContext,
+  type RequestContext,
+} from "./request-context.js";
+export {
+  DEFAULT_SERVICE_PORT,
+  startServiceHost,
+  type ServiceHost,
+  type StartServiceHostOptions,
+} from "./service-host.js";
+export { defineService, type ServiceRegistration } from "./service-registration.js";

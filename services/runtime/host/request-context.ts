@@ -1,0 +1,16 @@
+// The per-request context (the request id) that follows a call through every await, so log lines
+// can be stamped with it without passing it down by hand.
+import { AsyncLocalStorage } from "node:async_hooks";
+
+export const REQUEST_ID_HEADER = "x-request-id";
+
+export interface RequestContext {
+  readonly requestId: string;
+}
+
+export const requestContext = new AsyncLocalStorage<RequestContext>();
+
+/** The id of the request being handled, or undefined outside any request. */
+export function getRequestId(): string | undefined {
+  return requestContext.getStore()?.requestId;
+}

@@ -1,0 +1,100 @@
+// The network face of the services: gRPC, gRPC-web and Connect on one plain-text HTTP/2 port
+// (h2c, prior knowledge), with a graceful close that health probes see coming.
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { ServiceRoutes } from "./build-routes.js";
+import type { HealthRegistry } from "./health/health-registry.js";
+import type { Logger } from "./logger.js";
+
+export const DEFAULT_SERVICE_PORT = 9090;
+const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+// After the grace period handlers are told to stop; this is how long they get to do so.
+const ABORT_GRACE_MS = 1_000;
+
+export interface StartServiceHostOptions {
+  /** Interface to bind; unset binds every interface. */
+  readonly host?: string;
+  /** Default 9090; 0 picks a free port (read it back from `port`). */
+  readonly port?: number;
+  readonly routes: ServiceRoutes;
+  readonly logger: Logger;
+  /** How long close() lets in-flight calls finish before cancelling them. Default 10 s. */
+  readonly shutdownGraceMs?: number;
+}
+
+export interface ServiceHost {
+  readonly port: number;
+  readonly health: HealthRegistry;
+  /** Marks everything NOT_SERVING, stops accepting calls, drains, then cancels stragglers. */
+  close(): Promise<void>;
+}
+
+export async function startServiceHost(options: StartServiceHostOptions): Promise<ServiceHost> {
+  const { routes, logger } = options;
+  const graceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+  const shutdown = new AbortController();
+  const server = http2.createServer(
+    connectNodeAdapter({ routes, shutdownSignal: shutdown.signal }),
+  );
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+  server.on("sessionError", (err) => logger.debug({ err }, "http/2 session error"));
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once("error", onError);
+    server.listen(options.port ?? DEFAULT_SERVICE_PORT, options.host, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  server.on("error", (err) => logger.error({ err }, "service host error"));
+  const port = (server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    routes.health.shutdown();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // GOAWAY: running streams finish, new ones go elsewhere.
+    for (const session of sessions) {
+      session.close();
+    }
+    if (await settlesWithin(closed, graceMs)) {
+      return;
+    }
+    logger.warn({ sessions: sessions.size, graceMs }, "calls still running after the grace period; cancelling them");
+    shutdown.abort(new ConnectError("server is shutting down", Code.Unavailable));
+    if (!(await settlesWithin(closed, ABORT_GRACE_MS))) {
+      for (const session of sessions) {
+        session.destroy();
+      }
+    }
+    await closed;
+  };
+
+  return {
+    port,
+    health: routes.health,
+    close() {
+      closing ??= close();
+      return closing;
+    },
+  };
+}
+
+async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,169 @@
+// Connect interceptors that give every RPC a span and a duration measurement, and carry the
+// trace across the call: the client writes traceparent, the server continues from it.
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Histogram,
+  type MeterProvider,
+  metrics,
+  propagation,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapPropagator,
+  trace,
+  type TracerProvider,
+} from "@opentelemetry/api";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { headerGetter, headerSetter } from "./header-carriers.js";
+import { connectErrorCode, grpcStatusName, isFailure, rpcSystemOf } from "./rpc-status.js";
+
+const SCOPE = "meshwork.rpc";
+// The semantic conventions' advice for RPC durations, in seconds.
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+
+export interface RpcTracingOptions {
+  /** Default: the global provider (registered by startTelemetry). */
+  readonly tracerProvider?: TracerProvider;
+  /** Default: the global provider, looked up per call since metrics have no proxy provider. */
+  readonly meterProvider?: MeterProvider;
+  /** Default: the global propagator. */
+  readonly propagator?: TextMapPropagator;
+}
+
+export interface TracingInterceptorOptions extends RpcTracingOptions {
+  /** Which end of the call this interceptor sits on. Default server. */
+  readonly side?: "server" | "client";
+}
+
+/** Span kind SERVER; continues the caller's traceparent. */
+export function serverTracingInterceptor(options: RpcTracingOptions = {}): Interceptor {
+  return createRpcInterceptor("server", options);
+}
+
+/** Span kind CLIENT; writes traceparent into the outgoing request. */
+export function clientTracingInterceptor(options: RpcTracingOptions = {}): Interceptor {
+  return createRpcInterceptor("client", options);
+}
+
+export function tracingInterceptor(options: TracingInterceptorOptions = {}): Interceptor {
+  return createRpcInterceptor(options.side ?? "server", options);
+}
+
+function createRpcInterceptor(side: "server" | "client", options: RpcTracingOptions): Interceptor {
+  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE);
+  const durations = durationHistogram(side, options.meterProvider);
+  const extract = (base: Context, header: Headers): Context =>
+    options.propagator
+      ? options.propagator.extract(base, header, headerGetter)
+      : propagation.extract(base, header, headerGetter);
+  const inject = (ctx: Context, header: Headers): void =>
+    options.propagator
+      ? options.propagator.inject(ctx, header, headerSetter)
+      : propagation.inject(ctx, header, headerSetter);
+
+  return (next) => async (req) => {
+    const started = performance.now();
+    const system = rpcSystemOf(req.header);
+    const attributes: Attributes = {
+      "rpc.system": system,
+      "rpc.service": req.service.typeName,
+      "rpc.method": req.method.name,
+    };
+    const parent = side === "server" ? extract(context.active(), req.header) : context.active();
+    const span = tracer.startSpan(
+      `${req.service.typeName}/${req.method.name}`,
+      { kind: side === "server" ? SpanKind.SERVER : SpanKind.CLIENT, attributes },
+      parent,
+    );
+    const active = trace.setSpan(parent, span);
+    if (side === "client") {
+      inject(active, req.header);
+    }
+    let finished = false;
+    const finish = (error?: unknown): void => {
+      if (finished) {
+        return;
+      }
+      finished = true;
+      const outcome = statusAttributes(system, error);
+      span.setAttributes(outcome.attributes);
+      if (error !== undefined && isFailure(side, outcome.code)) {
+        span.recordException(error instanceof Error ? error : ConnectError.from(error));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: ConnectError.from(error).rawMessage });
+      }
+      span.end();
+      durations().record((performance.now() - started) / 1000, { ...attributes, ...outcome.attributes });
+    };
+
+    try {
+      const res = await context.with(active, () => next(req));
+      if (!res.stream) {
+        finish();
+        return res;
+      }
+      return { ...res, message: traceStream(res.message, active, finish) };
+    } catch (error) {
+      finish(error);
+      throw error;
+    }
+  };
+}
+
+function statusAttributes(system: string, error: unknown): { code: number; attributes: Attributes } {
+  const code = error === undefined ? 0 : ConnectError.from(error).code;
+  const attributes: Attributes = { "rpc.status_code": grpcStatusName(code) };
+  if (system === "grpc") {
+    attributes["rpc.grpc.status_code"] = code;
+  } else if (code !== 0) {
+    attributes["rpc.connect_rpc.error_code"] = connectErrorCode(code);
+  }
+  return { code, attributes };
+}
+
+// A stream's span lasts until its last message (or its error); each pull runs in the span's
+// context, since that is when a streaming handler's code actually executes.
+function traceStream<T>(source: AsyncIterable<T>, active: Context, finish: (error?: unknown) => void): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      const it = context.with(active, () => source[Symbol.asyncIterator]());
+      return {
+        async next() {
+          try {
+            const result = await context.with(active, () => it.next());
+            if (result.done === true) {
+              finish();
+            }
+            return result;
+          } catch (error) {
+            finish(error);
+            throw error;
+          }
+        },
+        async return(value?: unknown) {
+          // The consumer stopped early: the other side went away.
+          finish(new ConnectError("stream abandoned", Code.Canceled));
+          return it.return ? await context.with(active, () => it.return!(value)) : { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}
+
+function durationHistogram(side: "server" | "client", provider: MeterProvider | undefined): () => Histogram {
+  let cachedFor: MeterProvider | undefined;
+  let histogram: Histogram | undefined;
+  return () => {
+    const current = provider ?? metrics.getMeterProvider();
+    if (histogram === undefined || cachedFor !== current) {
+      cachedFor = current;
+      histogram = current.getMeter(SCOPE).createHistogram(`rpc.${side}.call.duration`, {
+        description: `Duration of ${side === "server" ? "incoming" : "outgoing"} RPCs`,
+        unit: "s",
+        advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+      });
+    }
+    return histogram;
+  };
+}
