@@ -96,7 +96,8 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       closers.push(() => host.close());
       logger.info({ url: `http://${config.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" }, "service host listening");
 
-      const inProcess = createRouterTransport(routes);
+      // Client-side spans on the in-process hop too, so a trace shows gateway → service.
+      const inProcess = createRouterTransport(routes, { transport: { interceptors: [clientTracingInterceptor()] } });
       transports = () => inProcess;
       mesh = { servicePort: host.port, db, bus, drainOutbox: () => relay.drain() };
     }

@@ -55,6 +55,13 @@ test("DATABASE_URL and NATS_URL are accepted; Section__Key wins over the alias",
   t.is(b.database.url, "postgres://b/y");
 });
 
+test("NATS_URL may list several servers; each must be a NATS URL", (t) => {
+  const config = loadConfig({ env: { NATS_URL: "nats://a:4222, nats://u:pw@b:4222" }, cwd: dirWith({}) });
+  t.is(config.nats.url, "nats://a:4222, nats://u:pw@b:4222");
+  t.is(redactUrl(config.nats.url!), "nats://a:4222,nats://***:***@b:4222");
+  t.throws(() => loadConfig({ env: { NATS_URL: "nats://a:4222,http://b" }, cwd: dirWith({}) }), { message: /comma-separated URLs/ });
+});
+
 test("a bad value stops with a message naming the setting and its source", (t) => {
   const err = t.throws(() => loadConfig({ env: { Gateway__Tracking__Port: "eighty" }, cwd: dirWith({}) }), { instanceOf: ConfigError });
   t.regex(err!.message, /Gateway:Tracking:Port/);

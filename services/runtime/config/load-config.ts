@@ -211,13 +211,9 @@ function coerce(setting: Setting, value: unknown, source: string): SettingValue 
       return match ?? fail(`one of ${type.values.join(", ")}`);
     }
     case "url": {
-      let url: URL | undefined;
-      try {
-        url = typeof value === "string" ? new URL(value) : undefined;
-      } catch {
-        url = undefined;
-      }
-      if (!url || !type.protocols.includes(url.protocol)) fail(`a URL starting with ${type.protocols.join(" or ")}//`);
+      const parts = typeof value === "string" ? (type.list ? value.split(",").map((v) => v.trim()) : [value]) : [];
+      const valid = parts.length > 0 && parts.every((part) => type.protocols.includes(parseUrl(part)?.protocol ?? ""));
+      if (!valid) fail(`${type.list ? "comma-separated URLs" : "a URL"} starting with ${type.protocols.join(" or ")}//`);
       return value as string;
     }
   }
@@ -233,16 +229,24 @@ export function describeConfig(config: MeshworkConfig): { key: string; value: st
     });
 }
 
+function parseUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A URL with any user name and password replaced: safe for logs and status pages. */
 export function redactUrl(value: string): string {
-  try {
-    const url = new URL(value);
-    if (url.username || url.password) {
-      url.username = url.username ? "***" : "";
-      url.password = url.password ? "***" : "";
-    }
-    return url.toString();
-  } catch {
-    return "<redacted>";
-  }
+  return value
+    .split(",")
+    .map((part) => {
+      const url = parseUrl(part.trim());
+      if (!url) return "<redacted>";
+      if (url.username) url.username = "***";
+      if (url.password) url.password = "***";
+      return url.toString();
+    })
+    .join(",");
 }

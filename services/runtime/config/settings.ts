@@ -6,7 +6,7 @@ export type SettingType =
   | { kind: "int"; min?: number; max?: number }
   | { kind: "bool" }
   | { kind: "enum"; values: readonly string[] }
-  | { kind: "url"; protocols: readonly string[] };
+  | { kind: "url"; protocols: readonly string[]; list?: boolean };
 
 export interface Setting {
   /** `Section:Key`, the form used in appsettings.json paths and in messages. */
@@ -45,10 +45,10 @@ export const settings: readonly Setting[] = [
   },
   {
     key: "Nats:Url",
-    type: { kind: "url", protocols: ["nats:", "tls:", "ws:", "wss:"] },
+    type: { kind: "url", protocols: ["nats:", "tls:", "ws:", "wss:"], list: true },
     aliases: ["NATS_URL"],
     secret: true,
-    description: "NATS server with JetStream. Unset: an in-process bus with the same subjects.",
+    description: "NATS server(s) with JetStream, comma-separated for a cluster. Unset: an in-process bus with the same subjects.",
   },
   {
     key: "Outbox:PollIntervalMs",
