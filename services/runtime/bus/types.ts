@@ -1,0 +1,98 @@
+// The event bus contract shared by the NATS JetStream adapter and the in-process one.
+
+/** The subset of a pino logger the runtime relies on, so any pino-compatible logger fits. */
+export interface Logger {
+  debug(obj: unknown, msg?: string): void;
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+export interface BusMessage {
+  subject: string;
+  /** The event id, carried as Nats-Msg-Id. */
+  id: string;
+  data: Uint8Array;
+  /** Application headers (trace context and the like); Nats-Msg-Id is `id`, not repeated here. */
+  headers: Record<string, string>;
+  /** Stream sequence. */
+  seq: number;
+  stream: string;
+  timestamp: Date;
+  redelivered: boolean;
+}
+
+export interface StreamDefinition {
+  /** e.g. TRACKING */
+  name: string;
+  /** e.g. ['tracking.v1.>'] */
+  subjects: string[];
+  maxAgeMs?: number;
+  maxMsgs?: number;
+  /** How long a publish with an already-seen id is dropped as a duplicate (default 2 minutes). */
+  duplicateWindowMs?: number;
+}
+
+export interface PublishOptions {
+  id: string;
+  headers?: Record<string, string>;
+}
+
+export interface PublishAck {
+  stream: string;
+  seq: number;
+  duplicate: boolean;
+}
+
+export interface RetryPolicy {
+  /** Delay before the first redelivery of a failed message (default 500 ms); doubles per attempt. */
+  initialDelayMs?: number;
+  /** Ceiling of the redelivery delay (default 30 s). */
+  maxDelayMs?: number;
+}
+
+export interface ConsumeOptions {
+  stream: string;
+  durable: string;
+  filterSubjects?: string[];
+  /** Where a new durable starts; an existing one always resumes after its last ack. Default 'all'. */
+  deliverFrom?: 'all' | 'new';
+  retry?: RetryPolicy;
+}
+
+export interface SubscribeOptions {
+  stream: string;
+  filterSubjects?: string[];
+  /** First stream sequence to deliver; without it only messages published from now on arrive. */
+  startSeq?: number;
+}
+
+export interface Stoppable {
+  stop(): Promise<void>;
+}
+
+export interface BusHealth {
+  ok: boolean;
+  detail?: string;
+}
+
+export interface EventBus {
+  readonly kind: 'nats' | 'memory';
+  ensureStreams(defs: StreamDefinition[]): Promise<void>;
+  publish(subject: string, data: Uint8Array, opts: PublishOptions): Promise<PublishAck>;
+  /** Durable consumer: handler resolves → ack; throws → redelivery with backoff. At-least-once. */
+  consume(opts: ConsumeOptions, handler: (m: BusMessage) => Promise<void>): Promise<Stoppable>;
+  /** Ephemeral ordered subscription from a start sequence (live streams, Last-Event-ID replay). */
+  subscribe(opts: SubscribeOptions, handler: (m: BusMessage) => void): Promise<Stoppable>;
+  health(): Promise<BusHealth>;
+  close(): Promise<void>;
+}
+
+export interface OpenBusOptions {
+  /** nats://… selects NATS JetStream; without it the bus lives in this process. */
+  url?: string;
+  logger: Logger;
+  /** Connection name shown by the NATS server. */
+  name?: string;
+}

@@ -1,0 +1,57 @@
+// Public shapes of the database module: what a service module contributes and what a process gets back.
+import type { Constructor, EntitySchema } from '@mikro-orm/core';
+import type { Migration } from '@mikro-orm/migrations';
+import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+
+/** The subset of a pino logger the runtime relies on, so any pino-compatible logger fits. */
+export interface Logger {
+  debug(obj: unknown, msg?: string): void;
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+export interface NamedMigration {
+  /** Must start with `${module.name}-`: every module shares one migrations table. */
+  name: string;
+  class: Constructor<Migration>;
+}
+
+export interface DatabaseModule {
+  name: string;
+  // EntitySchema is invariant in its type parameters; `any` lets each module keep its own row types.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  entities: EntitySchema<any, any>[];
+  migrations: NamedMigration[];
+}
+
+export interface DatabaseOptions {
+  /** PostgreSQL URL; without it an embedded PGlite under `dataDir` is served on a local socket. */
+  url?: string;
+  dataDir: string;
+  /** Connection pool size for a real server (default 10); embedded mode always uses 1. */
+  poolSize?: number;
+  modules: DatabaseModule[];
+  logger: Logger;
+  /** Log every SQL statement at debug level. */
+  debug?: boolean;
+}
+
+export interface HealthStatus {
+  ok: boolean;
+  detail?: string;
+}
+
+export interface Database {
+  orm: MikroORM;
+  /**
+   * A fresh EntityManager fork: one per request or unit of work. Inside `em.transactional(cb)` use the
+   * callback's em: in embedded mode the pool has a single connection, which the transaction holds, so a
+   * second fork queried there would wait for it (and time out).
+   */
+  em(): EntityManager;
+  close(): Promise<void>;
+  health(): Promise<HealthStatus>;
+  mode: 'embedded' | 'postgres';
+}

@@ -1,0 +1,182 @@
+// Publishes committed outbox rows to the bus in creation order and marks them published. Woken by notify()
+// after a commit, and polling as well, so an event committed just before a crash goes out on the next start.
+import type { EventBus } from '../bus/index.js';
+import type { Database, Logger } from '../database/index.js';
+import { OutboxEvent } from './outbox-event.js';
+
+export interface OutboxRelayOptions {
+  db: Database;
+  bus: EventBus;
+  logger: Logger;
+  /** Fallback scan interval when nobody calls notify() (default 1000 ms). */
+  pollIntervalMs?: number;
+  /** Rows locked and published per transaction (default 100). */
+  batchSize?: number;
+  /** Backoff after a failed publish: starts here and doubles (default 500 ms) ... */
+  retryInitialDelayMs?: number;
+  /** ... up to this (default 30 s). */
+  retryMaxDelayMs?: number;
+}
+
+export interface OutboxRelay {
+  /** Relay now; call after committing a transaction that recorded events. */
+  notify(): void;
+  /** Publish everything pending now and resolve when done; rejects if the bus refuses an event. */
+  drain(): Promise<void>;
+  /** Stop after the batch in flight; pending rows stay for the next start. */
+  stop(): Promise<void>;
+}
+
+interface PendingRow {
+  id: string;
+  subject: string;
+  payload: Uint8Array;
+  headers: Record<string, string> | string | null;
+}
+
+interface BatchResult {
+  published: number;
+  /** The batch was full, so more rows may be waiting. */
+  more: boolean;
+  error?: unknown;
+}
+
+export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
+  const { db, bus } = options;
+  const logger = options.logger.child({ component: 'outbox-relay' });
+  const pollIntervalMs = options.pollIntervalMs ?? 1_000;
+  const batchSize = options.batchSize ?? 100;
+  const retryInitial = options.retryInitialDelayMs ?? 500;
+  const retryMax = options.retryMaxDelayMs ?? 30_000;
+
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let failures = 0;
+  let backingOff = false;
+  // Cycles, drains and stop run one after another: two overlapping batches of one relay would race each
+  // other past SKIP LOCKED and publish out of order.
+  let chain: Promise<unknown> = Promise.resolve();
+  let cycleQueued = false;
+
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = chain.then(work, work);
+    chain = run.catch(() => undefined);
+    return run;
+  };
+
+  // One transaction per batch: the row locks keep other relays off these rows until they are marked.
+  async function relayBatch(): Promise<BatchResult> {
+    return db.em().transactional(async (em) => {
+      const rows: PendingRow[] = await em.execute(
+        `select "id", "subject", "payload", "headers" from "outbox_event"
+         where "published_at" is null order by "seq" limit ? for update skip locked`,
+        [batchSize],
+      );
+      const published: string[] = [];
+      let error: unknown;
+      for (const row of rows) {
+        try {
+          await bus.publish(row.subject, toBytes(row.payload), { id: row.id, headers: toHeaders(row.headers) });
+          published.push(row.id);
+        } catch (err) {
+          // Stop at the first failure: publishing later rows first would reorder the stream.
+          error = err;
+          await em.execute(`update "outbox_event" set "attempts" = "attempts" + 1, "last_error" = ? where "id" = ?`, [
+            describe(err),
+            row.id,
+          ]);
+          break;
+        }
+      }
+      if (published.length > 0) {
+        await em.nativeUpdate(OutboxEvent, { id: { $in: published } }, { publishedAt: new Date() });
+      }
+      return { published: published.length, more: rows.length === batchSize, error };
+    });
+  }
+
+  function schedule(delayMs: number): void {
+    clearTimeout(timer);
+    if (stopped) return;
+    timer = setTimeout(kick, delayMs);
+    // Polling alone should not keep a process alive; whatever owns the relay decides its lifetime.
+    timer.unref();
+  }
+
+  async function cycle(): Promise<void> {
+    cycleQueued = false;
+    if (stopped) return;
+    let total = 0;
+    try {
+      for (;;) {
+        const result = await relayBatch();
+        total += result.published;
+        if (result.error !== undefined) throw result.error;
+        if (!result.more) break;
+        if (stopped) return;
+      }
+      if (failures > 0) logger.info({ failures }, 'outbox relay recovered');
+      failures = 0;
+      backingOff = false;
+      if (total > 0) logger.debug({ published: total }, 'outbox events published');
+      schedule(pollIntervalMs);
+    } catch (err) {
+      failures++;
+      backingOff = true;
+      const delayMs = Math.min(retryInitial * 2 ** Math.min(failures - 1, 30), retryMax);
+      const log = failures >= 5 ? logger.error.bind(logger) : logger.warn.bind(logger);
+      log({ err, failures, delayMs, published: total }, 'outbox relay failed; retrying');
+      schedule(delayMs);
+    }
+  }
+
+  function kick(): void {
+    if (stopped || cycleQueued) return;
+    cycleQueued = true;
+    void exclusive(cycle);
+  }
+
+  async function drain(): Promise<void> {
+    await exclusive(async () => {
+      for (;;) {
+        const result = await relayBatch();
+        if (result.error !== undefined) throw result.error;
+        if (!result.more) break;
+      }
+      failures = 0;
+      backingOff = false;
+    });
+  }
+
+  kick(); // whatever a previous run left unpublished goes out first
+
+  return {
+    notify() {
+      // During backoff the bus is known to be failing; the retry timer will try again.
+      if (!backingOff) kick();
+    },
+    drain,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await chain;
+    },
+  };
+}
+
+// pg returns bytea as a Buffer; copy into a plain Uint8Array view of exactly the payload.
+function toBytes(payload: Uint8Array): Uint8Array {
+  return new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength);
+}
+
+function toHeaders(raw: PendingRow['headers']): Record<string, string> {
+  if (!raw) return {};
+  const parsed: unknown = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) headers[key] = String(value);
+  return headers;
+}
+
+function describe(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, 2_000);
+}

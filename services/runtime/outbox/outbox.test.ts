@@ -1,0 +1,295 @@
+// The outbox end to end: events commit (or roll back) with the change, reach the bus in order, survive a
+// crash between commit and publish, outlast a failing bus, and are shared between relays without repeats.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { create, fromBinary } from '@bufbuild/protobuf';
+import { StringValueSchema } from '@bufbuild/protobuf/wkt';
+import { EntitySchema } from '@mikro-orm/core';
+import { Migration } from '@mikro-orm/migrations';
+import { ROOT_CONTEXT, context, propagation, trace, TraceFlags, type Context, type ContextManager } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import test, { type ExecutionContext } from 'ava';
+import { connect } from 'nats';
+import { openBus, type BusMessage, type EventBus } from '../bus/index.js';
+import { openDatabase, type Database, type DatabaseModule } from '../database/index.js';
+import { createTestDatabaseUrl, realInfra, testLogger } from '../testing/index.js';
+import { OutboxEvent, outboxModule, recordEvent, startOutboxRelay } from './index.js';
+
+interface Widget {
+  id: string;
+  name: string;
+}
+
+const WidgetEntity = new EntitySchema<Widget>({
+  name: 'Widget',
+  tableName: 'outboxtest_widget',
+  properties: { id: { type: 'uuid', primary: true }, name: { type: 'text' } },
+});
+
+class CreateWidget extends Migration {
+  override up(): void {
+    this.addSql('create table "outboxtest_widget" ("id" uuid primary key, "name" text not null);');
+  }
+}
+
+const widgets: DatabaseModule = {
+  name: 'widgets',
+  entities: [WidgetEntity],
+  migrations: [{ name: 'widgets-0001-widget', class: CreateWidget }],
+};
+
+/** Enough of a context manager for synchronous context.with(), so the test needs no SDK. */
+class SyncContextManager implements ContextManager {
+  private current: Context = ROOT_CONTEXT;
+  active(): Context {
+    return this.current;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    const previous = this.current;
+    this.current = ctx;
+    try {
+      return fn.call(thisArg, ...args);
+    } finally {
+      this.current = previous;
+    }
+  }
+  bind<T>(_ctx: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    return this;
+  }
+}
+context.setGlobalContextManager(new SyncContextManager());
+propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+
+const logger = testLogger('outbox.test');
+const infra = realInfra();
+const targets = infra.databaseUrl ? ['embedded', 'postgres'] : ['embedded'];
+
+interface Fixture {
+  /** Opens the database at this test's place; call again to simulate a process restart. */
+  open(): Promise<Database>;
+  bus: EventBus;
+  stream: string;
+  subject(rest: string): string;
+  /** Everything the stream holds from its first message on, in stream order. */
+  seen: BusMessage[];
+}
+
+async function fixture(t: ExecutionContext, target: string): Promise<Fixture> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'meshwork-outbox-'));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  let url: string | undefined;
+  if (target === 'postgres') {
+    const created = await createTestDatabaseUrl(infra.databaseUrl!);
+    t.teardown(() => created.drop());
+    url = created.url;
+  }
+  // Teardowns run last-in first-out: databases close before the temporary places go away.
+  const open = async () => {
+    const db = await openDatabase({ url, dataDir, modules: [outboxModule, widgets], logger });
+    t.teardown(() => db.close());
+    return db;
+  };
+
+  const suffix = randomBytes(4).toString('hex');
+  const stream = `OUTBOXTEST_${suffix.toUpperCase()}`;
+  const prefix = `outboxtest${suffix}`;
+  const bus = await openBus({ url: infra.natsUrl, logger });
+  t.teardown(async () => {
+    await bus.close();
+    if (infra.natsUrl) {
+      const nc = await connect({ servers: infra.natsUrl });
+      await (await nc.jetstreamManager()).streams.delete(stream).catch(() => undefined);
+      await nc.close();
+    }
+  });
+  await bus.ensureStreams([{ name: stream, subjects: [`${prefix}.>`] }]);
+  const seen: BusMessage[] = [];
+  const sub = await bus.subscribe({ stream, startSeq: 1 }, (m) => seen.push(m));
+  t.teardown(() => sub.stop());
+  return { open, bus, stream, subject: (rest) => `${prefix}.${rest}`, seen };
+}
+
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+async function addWidget(db: Database, subject: string, name: string): Promise<string> {
+  return db.em().transactional(async (em) => {
+    const widget = em.create(WidgetEntity, { id: crypto.randomUUID(), name });
+    return recordEvent(em, { subject, schema: StringValueSchema, message: create(StringValueSchema, { value: widget.name }) });
+  });
+}
+
+const text = (m: BusMessage) => fromBinary(StringValueSchema, m.data).value;
+
+for (const target of targets) {
+  const name = (title: string) => `${target}: ${title}`;
+
+  test(name('an event commits with its change, and a rollback leaves neither'), async (t) => {
+    const { open, subject } = await fixture(t, target);
+    const db = await open();
+    const spanContext = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.SAMPLED };
+
+    const id = await db.em().transactional(async (em) => {
+      em.create(WidgetEntity, { id: crypto.randomUUID(), name: 'kept' });
+      return context.with(trace.setSpanContext(ROOT_CONTEXT, spanContext), () =>
+        recordEvent(em, {
+          subject: subject('widget.created'),
+          schema: StringValueSchema,
+          message: create(StringValueSchema, { value: 'kept' }),
+          headers: { 'x-tenant': 't1' },
+        }),
+      );
+    });
+    const row = await db.em().findOneOrFail(OutboxEvent, { id });
+    t.is(row.subject, subject('widget.created'));
+    t.is(fromBinary(StringValueSchema, row.payload).value, 'kept');
+    t.is(row.publishedAt, null);
+    t.is(row.attempts, 0);
+    t.like(row.headers, {
+      traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`,
+      'x-tenant': 't1',
+      'content-type': 'application/protobuf',
+      'proto-message': 'google.protobuf.StringValue',
+    });
+
+    await t.throwsAsync(
+      db.em().transactional(async (em) => {
+        em.create(WidgetEntity, { id: crypto.randomUUID(), name: 'lost' });
+        recordEvent(em, { subject: subject('widget.created'), schema: StringValueSchema, message: create(StringValueSchema, { value: 'lost' }) });
+        await em.flush();
+        throw new Error('domain rule broken');
+      }),
+      { message: 'domain rule broken' },
+    );
+    t.is(await db.em().count(OutboxEvent), 1);
+    t.deepEqual(
+      (await db.em().find(WidgetEntity, {})).map((w) => w.name),
+      ['kept'],
+    );
+    t.throws(() => recordEvent(db.em(), { id: 'not-a-uuid', subject: subject('x'), schema: StringValueSchema, message: create(StringValueSchema) }), {
+      message: /UUID/,
+    });
+  });
+
+  test(name('the relay publishes in creation order with the event id and headers, and marks rows published'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    const db = await open();
+    const ids = [await addWidget(db, subject('widget.created'), 'w1'), await addWidget(db, subject('widget.created'), 'w2')];
+    ids.push(
+      ...(await db.em().transactional(async (em) => [
+        recordEvent(em, { subject: subject('widget.updated'), schema: StringValueSchema, message: create(StringValueSchema, { value: 'w1 renamed' }) }),
+        recordEvent(em, { subject: subject('widget.deleted'), schema: StringValueSchema, message: create(StringValueSchema, { value: 'w2 gone' }) }),
+      ])),
+    );
+
+    // A long poll interval: only the start-up pass, drain() and notify() can move anything here.
+    const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000 });
+    t.teardown(() => relay.stop());
+    await relay.drain();
+    await until(() => seen.length === 4, 'four events');
+    t.deepEqual(seen.map(text), ['w1', 'w2', 'w1 renamed', 'w2 gone']);
+    t.deepEqual(
+      seen.map((m) => m.id),
+      ids,
+    );
+    t.like(seen[0]!.headers, { 'content-type': 'application/protobuf', 'proto-message': 'google.protobuf.StringValue' });
+    t.is(await db.em().count(OutboxEvent, { publishedAt: null }), 0);
+
+    const late = await addWidget(db, subject('widget.created'), 'w3');
+    relay.notify();
+    await until(() => seen.length === 5, 'the notified event');
+    t.is(seen[4]!.id, late);
+    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, 'the row to be marked');
+  });
+
+  test(name('an event committed before a crash is published by the next start'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    const before = await open();
+    const id = await addWidget(before, subject('widget.created'), 'survivor');
+    await before.close(); // the process dies before any relay ran
+
+    const after = await open();
+    const relay = startOutboxRelay({ db: after, bus, logger, pollIntervalMs: 60_000 });
+    t.teardown(() => relay.stop());
+    await until(() => seen.length === 1, 'the survivor');
+    t.is(seen[0]!.id, id);
+    t.is(text(seen[0]!), 'survivor');
+    await until(async () => (await after.em().findOneOrFail(OutboxEvent, { id })).publishedAt !== null, 'the row to be marked');
+  });
+
+  test(name('a failing bus is retried with backoff; nothing is lost or reordered'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    const db = await open();
+    let failuresLeft = 2;
+    const flaky: EventBus = {
+      ...bus,
+      kind: bus.kind,
+      async publish(s, data, opts) {
+        if (failuresLeft-- > 0) throw new Error('bus unavailable');
+        return bus.publish(s, data, opts);
+      },
+    };
+    const ids = [];
+    for (const n of ['a', 'b', 'c']) ids.push(await addWidget(db, subject('widget.created'), n));
+
+    const relay = startOutboxRelay({ db, bus: flaky, logger, pollIntervalMs: 60_000, retryInitialDelayMs: 10, retryMaxDelayMs: 50 });
+    t.teardown(() => relay.stop());
+    await until(() => seen.length === 3, 'all three after the retries');
+    t.deepEqual(seen.map(text), ['a', 'b', 'c']);
+    // The bus sees an event just before the relay's transaction marks it, so wait for the mark.
+    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, 'the rows to be marked');
+    const first = await db.em().findOneOrFail(OutboxEvent, { id: ids[0]! });
+    t.is(first.attempts, 2);
+    t.is(first.lastError, 'bus unavailable');
+  });
+
+  test(name('drain() reports a bus that refuses an event'), async (t) => {
+    const { open, bus, seen } = await fixture(t, target);
+    const db = await open();
+    await addWidget(db, `nostream${randomBytes(4).toString('hex')}.widget.created`, 'orphan');
+    const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000, retryInitialDelayMs: 60_000 });
+    t.teardown(() => relay.stop());
+    await t.throwsAsync(relay.drain());
+    t.is(seen.length, 0);
+    t.is(await db.em().count(OutboxEvent, { publishedAt: null }), 1);
+  });
+
+  test(name('relays running side by side publish every event exactly once'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    // Embedded PGlite belongs to one process, so there the relays share it; a real server gets two pools.
+    const first = await open();
+    const second = target === 'postgres' ? await open() : first;
+    const counts = new Map<string, number>();
+    const counting: EventBus = {
+      ...bus,
+      kind: bus.kind,
+      async publish(s, data, opts) {
+        counts.set(opts.id, (counts.get(opts.id) ?? 0) + 1);
+        return bus.publish(s, data, opts);
+      },
+    };
+    const ids: string[] = [];
+    for (let n = 0; n < 20; n++) ids.push(await addWidget(first, subject('widget.created'), `w${n}`));
+
+    const relays = [first, second, first, second].map((db) => startOutboxRelay({ db, bus: counting, logger, batchSize: 3, pollIntervalMs: 60_000 }));
+    t.teardown(() => Promise.all(relays.map((r) => r.stop())));
+    await Promise.all(relays.map((r) => r.drain()));
+    await until(() => seen.length >= 20, 'twenty events');
+    t.deepEqual([...counts.keys()].sort(), [...ids].sort());
+    t.true([...counts.values()].every((c) => c === 1), 'no event was published twice');
+    t.is(seen.length, 20);
+  });
+}
