@@ -1,0 +1,46 @@
+// Turns a failed call into the gateway's HttpError: status by the standard table, the service's
+// message for client errors only, and google.rpc.BadRequest violations as per-field messages.
+import { Code, ConnectError } from "@connectrpc/connect";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { codeName, httpStatusOf } from "../transcoder/status-codes.js";
+import { HttpError, type FieldErrors } from "./http-error.js";
+
+// A 5xx message is written for operators (hosts, SQL, stack hints), never for clients.
+const GENERIC_DETAIL: Readonly<Record<number, string>> = {
+  501: "This operation is not implemented.",
+  503: "The service is unavailable; try again later.",
+  504: "The service did not answer in time.",
+};
+const INTERNAL_DETAIL = "The service failed to handle the request.";
+
+export function fromConnectError(
+  reason: unknown,
+  failedPreconditionStatus = 400,
+  renameField: (path: string) => string = (p) => p,
+): HttpError {
+  const err = ConnectError.from(reason);
+  const status = httpStatusOf(err.code, failedPreconditionStatus);
+  if (status >= 500) {
+    return new HttpError(status, codeName(err.code), GENERIC_DETAIL[status] ?? INTERNAL_DETAIL);
+  }
+  let fieldErrors: FieldErrors | undefined;
+  for (const badRequest of safeFindBadRequests(err)) {
+    for (const v of badRequest.fieldViolations) {
+      const key = renameField(v.field);
+      fieldErrors ??= {};
+      (fieldErrors[key] ??= []).push(v.description);
+    }
+  }
+  const detail =
+    err.rawMessage !== "" ? err.rawMessage : err.code === Code.Canceled ? "The call was canceled." : "";
+  return new HttpError(status, codeName(err.code), detail, fieldErrors);
+}
+
+function safeFindBadRequests(err: ConnectError) {
+  try {
+    return err.findDetails(BadRequestSchema);
+  } catch {
+    // A detail that does not decode is the service's bug; the status still stands.
+    return [];
+  }
+}

@@ -1,0 +1,295 @@
+// The request pipeline of a REST front: match a route, read and map the request, call the
+// service through a connect-es Transport, map the answer (or the failure) back to HTTP.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { performance } from "node:perf_hooks";
+import {
+  createRegistry,
+  type DescMethodServerStreaming,
+  type DescMethodUnary,
+  type DescService,
+  type JsonValue,
+  type Message,
+} from "@bufbuild/protobuf";
+import type { Transport } from "@connectrpc/connect";
+import { fromConnectError } from "./errors/from-connect-error.js";
+import { badRequest, HttpError } from "./errors/http-error.js";
+import { renderError } from "./errors/render-error.js";
+import { isJsonContentType } from "./http/content-type.js";
+import { serviceHeaders, type HeaderForwarder } from "./http/forward-headers.js";
+import { announcesBody, discardRest, readBody } from "./http/read-body.js";
+import { requestIdOf } from "./http/request-id.js";
+import type { GatewayLogger } from "./logger.js";
+import { selectFramer, type StreamFramer } from "./streams/framer.js";
+import { ndjsonFramer } from "./streams/ndjson.js";
+import { frontStyleOf, type FrontStyle, type ServiceStyle } from "./style.js";
+import { buildRequest } from "./transcoder/request-mapping.js";
+import { compileRouteTable, routeSourcesOf, type CompiledRoute } from "./transcoder/route-table.js";
+
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface GatewayHandlerOptions {
+  /** The services whose google.api.http rules this handler serves. */
+  readonly services: readonly DescService[];
+  /** Any connect-es transport: in-process router, Connect, gRPC or gRPC-web. */
+  readonly transport: Transport;
+  readonly logger: GatewayLogger;
+  /** Largest accepted request body; default 1 MiB. */
+  readonly bodyLimitBytes?: number;
+  /** Style of errors raised before a method is known (404, 405). Default: the services' own. */
+  readonly defaultStyle?: FrontStyle;
+  /** Deadline of every unary call, in milliseconds. Streams have none. Default: none. */
+  readonly timeoutMs?: number;
+  /** Adds headers for the service beyond x-request-id, trace context and credentials. */
+  readonly forwardHeaders?: HeaderForwarder;
+  /** Extra stream framers chosen by the Accept header; NDJSON stays the default. */
+  readonly streamFramers?: readonly StreamFramer[];
+}
+
+/** A route as the handler exposes it, for start-up logs and tooling. */
+export interface RouteInfo {
+  readonly httpMethod: string;
+  readonly template: string;
+  /** Fully-qualified rpc name. */
+  readonly rpc: string;
+}
+
+export interface GatewayHandler {
+  (req: IncomingMessage, res: ServerResponse): void;
+  readonly routes: readonly RouteInfo[];
+  /** Ends every open stream, so a server can close. */
+  abortStreams(): void;
+}
+
+/** Per-request state, kept in one object to avoid closures per step. */
+interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly requestId: string;
+  readonly started: number;
+  readonly path: string;
+  route: CompiledRoute | undefined;
+}
+
+export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHandler {
+  const registry = createRegistry(...options.services.map((s) => s.file));
+  const table = compileRouteTable(routeSourcesOf(options.services), registry);
+  const frontStyle = frontStyleOf(options.services, options.defaultStyle);
+  const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const { transport, logger, timeoutMs, forwardHeaders } = options;
+  const framers: [StreamFramer, ...StreamFramer[]] = [ndjsonFramer, ...(options.streamFramers ?? [])];
+  const openStreams = new Set<AbortController>();
+
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const ex: Exchange = {
+      req,
+      res,
+      requestId: requestIdOf(req.headers["x-request-id"]),
+      started: performance.now(),
+      path: q < 0 ? url : url.slice(0, q),
+      route: undefined,
+    };
+    try {
+      dispatch(ex, url, q);
+    } catch (e) {
+      // Only a gateway bug lands here; it still gets a well-formed answer.
+      fail(ex, e, frontStyle);
+    }
+  };
+
+  function dispatch(ex: Exchange, url: string, q: number) {
+    const httpMethod = ex.req.method ?? "GET";
+    const match = table.match(httpMethod, ex.path);
+    if (match.kind === "not-found") {
+      fail(ex, new HttpError(404, "not_found", "No operation matches this path."), frontStyle);
+      return;
+    }
+    if (match.kind === "method-not-allowed") {
+      const allow = match.allow.join(", ");
+      const error = new HttpError(
+        405,
+        "method_not_allowed",
+        `This path does not accept ${httpMethod}; it accepts ${allow}.`,
+        undefined,
+        { allow },
+      );
+      fail(ex, error, match.sample.style);
+      return;
+    }
+    ex.route = match.route;
+    void serve(ex, match.route, match.segments, q < 0 ? "" : url.slice(q + 1));
+  }
+
+  async function serve(ex: Exchange, route: CompiledRoute, segments: readonly string[], rawQuery: string) {
+    const { req, res } = ex;
+    const abort = new AbortController();
+    // A client that goes away cancels the call; a finished response is not a disconnect.
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    try {
+      const body = route.request.body === "none" ? undefined : await readJsonBody(req);
+      const input = buildRequest(route.request, segments, rawQuery, body);
+      const headers = serviceHeaders(req, ex.requestId, forwardHeaders);
+      if (route.streaming) {
+        await serveStream(ex, route, input, headers, abort);
+        return;
+      }
+      const response = await transport.unary(
+        route.method as DescMethodUnary,
+        abort.signal,
+        timeoutMs,
+        headers,
+        input,
+      );
+      const plan = route.response;
+      if (!plan.writesBody) {
+        send(ex, plan.status, undefined, undefined);
+      } else {
+        send(ex, plan.status, "application/json", JSON.stringify(plan.toJson(response.message)));
+      }
+    } catch (e) {
+      fail(ex, e, route.style);
+    }
+  }
+
+  async function readJsonBody(req: IncomingMessage): Promise<JsonValue> {
+    if (!announcesBody(req)) throw badRequest("The request body is required.");
+    if (!isJsonContentType(req.headers["content-type"])) {
+      discardRest(req);
+      throw new HttpError(415, "unsupported_media_type", "The request body must be application/json.");
+    }
+    const buf = await readBody(req, limit);
+    if (buf.length === 0) throw badRequest("The request body is required.");
+    try {
+      return JSON.parse(buf.toString("utf8")) as JsonValue;
+    } catch {
+      throw badRequest("The request body is not valid JSON.");
+    }
+  }
+
+  async function serveStream(
+    ex: Exchange,
+    route: CompiledRoute,
+    input: Message,
+    headers: Record<string, string>,
+    abort: AbortController,
+  ) {
+    const { res } = ex;
+    const framer = selectFramer(ex.req.headers.accept, framers);
+    // Registered before anything is awaited: an idle stream must not keep a closing server open.
+    openStreams.add(abort);
+    try {
+      // No deadline: a stream lives as long as its client wants it.
+      const response = await transport.stream(
+        route.method as DescMethodServerStreaming,
+        abort.signal,
+        undefined,
+        headers,
+        single(input),
+      );
+      const messages = response.message[Symbol.asyncIterator]();
+      // Lazy framers learn of an immediate failure before committing to a status.
+      let next = framer.eagerHeaders ? undefined : await messages.next();
+      res.writeHead(route.response.status, {
+        "content-type": framer.contentType,
+        "cache-control": "no-store",
+        "x-request-id": ex.requestId,
+      });
+      res.flushHeaders();
+      try {
+        next ??= await messages.next();
+        while (!next.done) {
+          if (!res.write(framer.message(route.response.toJson(next.value)))) await drained(res);
+          next = await messages.next();
+        }
+        res.end();
+        logDone(ex, route.response.status, undefined);
+      } catch (e) {
+        // The status line is gone: the failure becomes the stream's last frame.
+        const error = fromConnectError(e, route.style.failedPreconditionStatus, route.renameField);
+        if (!res.destroyed) {
+          res.end(framer.error(error.status, renderError(error, route.style.errorStyle).document));
+        }
+        logDone(ex, res.destroyed ? 499 : route.response.status, e);
+      }
+    } finally {
+      openStreams.delete(abort);
+    }
+  }
+
+  function fail(ex: Exchange, reason: unknown, style: ServiceStyle) {
+    const route = ex.route;
+    const error =
+      reason instanceof HttpError
+        ? reason
+        : fromConnectError(reason, route?.style.failedPreconditionStatus ?? 400, route?.renameField);
+    if (ex.res.headersSent || ex.res.destroyed) {
+      logDone(ex, ex.res.destroyed && !ex.res.writableFinished ? 499 : error.status, reason);
+      return;
+    }
+    const rendered = renderError(error, style.errorStyle);
+    send(ex, error.status, rendered.contentType, JSON.stringify(rendered.document), error.headers, reason);
+  }
+
+  function send(
+    ex: Exchange,
+    status: number,
+    contentType: string | undefined,
+    body: string | undefined,
+    extra?: Readonly<Record<string, string>>,
+    reason?: unknown,
+  ) {
+    const headers: Record<string, string | number> = { "x-request-id": ex.requestId };
+    if (contentType !== undefined && body !== undefined) {
+      headers["content-type"] = contentType;
+      headers["content-length"] = Buffer.byteLength(body);
+    }
+    if (extra) Object.assign(headers, extra);
+    ex.res.writeHead(status, headers);
+    ex.res.end(body);
+    logDone(ex, status, reason);
+  }
+
+  function logDone(ex: Exchange, status: number, reason: unknown) {
+    const fields: Record<string, unknown> = {
+      method: ex.req.method,
+      path: ex.path,
+      status,
+      durationMs: Math.round((performance.now() - ex.started) * 1000) / 1000,
+      requestId: ex.requestId,
+    };
+    if (ex.route) fields.rpc = ex.route.label;
+    if (status >= 500) {
+      // The real cause stays in the log; the client only saw a generic detail.
+      fields.err = reason instanceof Error ? reason.message : String(reason);
+      logger.error(fields, "request failed");
+    } else {
+      logger.info(fields, "request");
+    }
+  }
+
+  return Object.assign(handler, {
+    routes: table.routes.map((r) => ({ httpMethod: r.httpMethod, template: r.template, rpc: r.label })),
+    abortStreams() {
+      for (const abort of openStreams) abort.abort();
+    },
+  });
+}
+
+async function* single(message: Message) {
+  yield message;
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}

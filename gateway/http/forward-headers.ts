@@ -1,0 +1,22 @@
+// Which request headers travel from the HTTP client to the service.
+import type { IncomingMessage } from "node:http";
+
+/** Adds or changes headers sent to the service; called once per request. */
+export type HeaderForwarder = (req: IncomingMessage, outgoing: Record<string, string>) => void;
+
+// Trace context, credentials the service's auth policy checks, nothing else by default.
+const FORWARDED = ["traceparent", "tracestate", "authorization", "x-api-key"] as const;
+
+export function serviceHeaders(
+  req: IncomingMessage,
+  requestId: string,
+  extra: HeaderForwarder | undefined,
+): Record<string, string> {
+  const out: Record<string, string> = { "x-request-id": requestId };
+  for (const name of FORWARDED) {
+    const value = req.headers[name];
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  extra?.(req, out);
+  return out;
+}

@@ -1,0 +1,17 @@
+// Public entry of the REST transcoding gateway: fronts built from google.api.http rules.
+export { createFront, type Front, type FrontOptions } from "./front.js";
+export {
+  createGatewayHandler,
+  DEFAULT_BODY_LIMIT_BYTES,
+  type GatewayHandler,
+  type GatewayHandlerOptions,
+  type RouteInfo,
+} from "./handler.js";
+export type { GatewayLogger } from "./logger.js";
+export type { HeaderForwarder } from "./http/forward-headers.js";
+export type { FrontStyle } from "./style.js";
+export type { StreamFramer } from "./streams/framer.js";
+export { ndjsonFramer } from "./streams/ndjson.js";
+export { parsePathTemplate, TemplateSyntaxError, type PathTemplate } from "./transcoder/http-rule.js";
+export { RouteConflictError } from "./transcoder/route-trie.js";
+export { httpStatusOf } from "./transcoder/status-codes.js";
