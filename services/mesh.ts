@@ -111,7 +111,7 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           port: module.front.port(config),
           services: module.services as DescService[],
           transport: transports(module),
-          logger: logger.child({ front: module.name }),
+          logger,
           bodyLimitBytes: config.gateway.bodyLimitBytes,
         });
         const { port } = await front.listen();

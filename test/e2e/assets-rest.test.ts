@@ -81,7 +81,8 @@ test("a malformed id answers 400 problem+json naming the field; an unknown one 4
   }
 });
 
-test("bad bodies are client errors and change nothing", async (t) => {
+// Serial: it counts assets, so no other test may create one meanwhile.
+test.serial("bad bodies are client errors and change nothing", async (t) => {
   const before = ((await (await fetch(`${base}/api/assets`)).json()) as unknown[]).length;
 
   const unknown = await createAsset({ name: "x", colour: "red" });

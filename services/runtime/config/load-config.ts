@@ -99,7 +99,9 @@ function toTyped(
   values: Map<string, { value: SettingValue; source: string }>,
   env: Record<string, string | undefined>,
 ): MeshworkConfig {
+  // Defaults guarantee a value for every setting but the optional URLs; coerce() fixed the types.
   const get = <T extends SettingValue>(key: string) => values.get(key)?.value as T;
+  const optional = (key: string) => values.get(key)?.value as string | undefined;
   const otelEnv: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (name.startsWith("OTEL_") && value !== undefined) otelEnv[name] = value;
@@ -107,8 +109,8 @@ function toTyped(
   return {
     environment,
     dataDir: get("Data:Dir"),
-    database: { url: get("Database:Url"), poolSize: get("Database:PoolSize") },
-    nats: { url: get("Nats:Url") },
+    database: { url: optional("Database:Url"), poolSize: get("Database:PoolSize") },
+    nats: { url: optional("Nats:Url") },
     outbox: { pollIntervalMs: get("Outbox:PollIntervalMs") },
     logging: { level: get("Logging:Level") },
     services: {
@@ -126,7 +128,7 @@ function toTyped(
     telemetry: {
       exporter: get("Telemetry:Exporter"),
       otlpProtocol: get("Telemetry:OtlpProtocol"),
-      endpoint: get("Telemetry:Endpoint"),
+      endpoint: optional("Telemetry:Endpoint"),
       serviceName: get("Telemetry:ServiceName"),
       otelEnv,
     },

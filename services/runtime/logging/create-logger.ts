@@ -1,6 +1,6 @@
 // Structured JSON logging (pino). Every line written while a request is being handled carries
 // its request id; values under credential-like keys never reach the output.
-import { pino, type Logger } from "pino";
+import { pino, type DestinationStream, type Logger } from "pino";
 import { getRequestId } from "../host/request-context.js";
 
 export type { Logger };
@@ -29,7 +29,7 @@ export interface LoggerOptions {
   level: string;
   name?: string;
   /** Where lines go; stdout by default. Tests pass a stream to read them back. */
-  destination?: pino.DestinationStream;
+  destination?: DestinationStream;
 }
 
 export function createLogger(options: LoggerOptions): Logger {
