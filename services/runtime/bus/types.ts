@@ -1,13 +1,9 @@
 // The event bus contract shared by the NATS JetStream adapter and the in-process one.
 
-/** The subset of a pino logger the runtime relies on, so any pino-compatible logger fits. */
-export interface Logger {
-  debug(obj: unknown, msg?: string): void;
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  child(bindings: Record<string, unknown>): Logger;
-}
+import type { LoggerLike as Logger } from '../logging/logger-like.js';
+
+/** Re-exported so this module's public types stay self-contained. */
+export type { Logger };
 
 export interface BusMessage {
   subject: string;

@@ -3,14 +3,10 @@ import type { Constructor, EntitySchema } from '@mikro-orm/core';
 import type { Migration } from '@mikro-orm/migrations';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 
-/** The subset of a pino logger the runtime relies on, so any pino-compatible logger fits. */
-export interface Logger {
-  debug(obj: unknown, msg?: string): void;
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  child(bindings: Record<string, unknown>): Logger;
-}
+import type { LoggerLike as Logger } from '../logging/logger-like.js';
+
+/** Re-exported so this module's public types stay self-contained. */
+export type { Logger };
 
 export interface NamedMigration {
   /** Must start with `${module.name}-`: every module shares one migrations table. */
