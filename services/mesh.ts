@@ -1,6 +1,5 @@
 // Composition root: wires configuration, database, bus, outbox relay, service host and REST
 // fronts for one of the three run modes (all-in-one, one service, gateway only).
-import type { DescService } from "@bufbuild/protobuf";
 import { createRouterTransport, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
@@ -13,6 +12,7 @@ import type { ServiceModule } from "./runtime/module/index.js";
 import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./runtime/telemetry/index.js";
 import { trackingModule } from "./tracking/index.js";
+import { frontDefinitions } from "./fronts.js";
 
 /** Every bounded context Meshwork can host. */
 export const allModules: readonly ServiceModule[] = [trackingModule];
@@ -104,21 +104,25 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
 
     const fronts: RunningFront[] = [];
     if (mode.kind !== "service") {
-      for (const module of modules) {
+      for (const definition of frontDefinitions) {
+        const attached = modules.filter((m) => m.front.name === definition.name);
+        if (attached.length > 1) throw new Error(`front ${definition.name}: one service module per front is supported`);
         const front = createFront({
-          name: module.name,
+          name: definition.name,
           host: config.gateway.host,
-          port: module.front.port(config),
-          services: module.services as DescService[],
-          transport: transports(module),
+          port: definition.port(config),
+          services: attached.flatMap((m) => m.services),
+          // A front with nothing attached yet never calls its transport: every path answers 404.
+          transport: attached[0] ? transports(attached[0]) : createRouterTransport(() => {}),
+          defaultStyle: definition.style,
           logger,
           bodyLimitBytes: config.gateway.bodyLimitBytes,
         });
         const { port } = await front.listen();
         closers.push(() => front.close());
         const url = `http://${config.gateway.host}:${port}`;
-        fronts.push({ name: module.name, port, url });
-        logger.info({ front: module.name, url }, `${module.name} REST front listening on ${url}`);
+        fronts.push({ name: definition.name, port, url });
+        logger.info({ front: definition.name, url }, `${definition.name} REST front listening on ${url}`);
       }
     }
     return { ...mesh, fronts, close };

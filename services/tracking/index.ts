@@ -18,7 +18,7 @@ export const trackingModule: ServiceModule = {
   },
   streams: [trackingStream],
   front: {
-    port: (config) => config.gateway.tracking.port,
+    name: "tracking",
     address: (config) => config.services.tracking.address,
   },
   register: (deps) => [{ service: AssetService, impl: assetService(deps) }],

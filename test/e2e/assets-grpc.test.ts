@@ -3,6 +3,9 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import test from "ava";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AssetService } from "../../gen/tracking/v1/asset_pb.js";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
@@ -66,4 +69,13 @@ test("buf curl calls GetAsset through server reflection, without .proto files", 
   const body = JSON.parse(stdout) as { id: string; name: string };
   t.is(body.id, created.id);
   t.is(body.name, "curl me");
+});
+
+test("the generated TypeScript client from the README works as shown", async (t) => {
+  const assets = createClient(AssetService, createGrpcTransport({ baseUrl: mesh.serviceUrl }));
+  const van = await assets.createAsset({ asset: { name: "Van 7", speedThresholdKmh: 90 } });
+  const got = await assets.getAsset({ id: van.id });
+  t.is(got.name, "Van 7");
+  t.is(got.speedThresholdKmh, 90);
+  t.is(got.description, undefined, "unset optional fields stay unset on the wire");
 });

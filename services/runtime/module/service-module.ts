@@ -23,9 +23,9 @@ export interface ServiceModule {
   services: readonly DescService[];
   database: DatabaseModule;
   streams: readonly StreamDefinition[];
-  /** The REST front that exposes these services. */
+  /** The REST front that exposes these services (see services/fronts.ts). */
   front: {
-    port(config: MeshworkConfig): number;
+    name: "tracking" | "protection" | "agents";
     /** Where a gateway-only process reaches the services. */
     address(config: MeshworkConfig): string;
   };
