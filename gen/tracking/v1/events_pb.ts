@@ -13,13 +13,23 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Asset } from "./asset_pb.js";
 import { file_tracking_v1_asset } from "./asset_pb.js";
+import type { GeofenceBreach } from "./breach_pb.js";
+import { file_tracking_v1_breach } from "./breach_pb.js";
+import type { Device } from "./device_pb.js";
+import { file_tracking_v1_device } from "./device_pb.js";
+import type { Geofence } from "./geofence_pb.js";
+import { file_tracking_v1_geofence } from "./geofence_pb.js";
+import type { Observation } from "./observation_pb.js";
+import { file_tracking_v1_observation } from "./observation_pb.js";
+import type { SpeedAlert } from "./speed_alert_pb.js";
+import { file_tracking_v1_speed_alert } from "./speed_alert_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file tracking/v1/events.proto.
  */
 export const file_tracking_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Chh0cmFja2luZy92MS9ldmVudHMucHJvdG8SC3RyYWNraW5nLnYxInQKDEFzc2V0Q3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoFYXNzZXQYAyABKAsyEi50cmFja2luZy52MS5Bc3NldCJ0CgxBc3NldFVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBWFzc2V0GAMgASgLMhIudHJhY2tpbmcudjEuQXNzZXQidAoMQXNzZXREZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgVhc3NldBgDIAEoCzISLnRyYWNraW5nLnYxLkFzc2V0YgZwcm90bzM", [file_google_protobuf_timestamp, file_tracking_v1_asset]);
+  fileDesc("Chh0cmFja2luZy92MS9ldmVudHMucHJvdG8SC3RyYWNraW5nLnYxInQKDEFzc2V0Q3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoFYXNzZXQYAyABKAsyEi50cmFja2luZy52MS5Bc3NldCJ0CgxBc3NldFVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBWFzc2V0GAMgASgLMhIudHJhY2tpbmcudjEuQXNzZXQidAoMQXNzZXREZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgVhc3NldBgDIAEoCzISLnRyYWNraW5nLnYxLkFzc2V0IncKDURldmljZUNyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBmRldmljZRgDIAEoCzITLnRyYWNraW5nLnYxLkRldmljZSJ3Cg1EZXZpY2VVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZkZXZpY2UYAyABKAsyEy50cmFja2luZy52MS5EZXZpY2UidwoNRGV2aWNlRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoGZGV2aWNlGAMgASgLMhMudHJhY2tpbmcudjEuRGV2aWNlIocBChNPYnNlcnZhdGlvblJlY29yZGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgtvYnNlcnZhdGlvbhgDIAEoCzIYLnRyYWNraW5nLnYxLk9ic2VydmF0aW9uIn0KD0dlb2ZlbmNlQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIZ2VvZmVuY2UYAyABKAsyFS50cmFja2luZy52MS5HZW9mZW5jZSJ9Cg9HZW9mZW5jZVVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCGdlb2ZlbmNlGAMgASgLMhUudHJhY2tpbmcudjEuR2VvZmVuY2UifQoPR2VvZmVuY2VEZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghnZW9mZW5jZRgDIAEoCzIVLnRyYWNraW5nLnYxLkdlb2ZlbmNlIogBChZHZW9mZW5jZUJyZWFjaERldGVjdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZicmVhY2gYAyABKAsyGy50cmFja2luZy52MS5HZW9mZW5jZUJyZWFjaCKMAQoaR2VvZmVuY2VCcmVhY2hBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKBmJyZWFjaBgDIAEoCzIbLnRyYWNraW5nLnYxLkdlb2ZlbmNlQnJlYWNoIoMBChBTcGVlZEFsZXJ0UmFpc2VkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgtzcGVlZF9hbGVydBgDIAEoCzIXLnRyYWNraW5nLnYxLlNwZWVkQWxlcnQiiQEKFlNwZWVkQWxlcnRBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKC3NwZWVkX2FsZXJ0GAMgASgLMhcudHJhY2tpbmcudjEuU3BlZWRBbGVydGIGcHJvdG8z", [file_google_protobuf_timestamp, file_tracking_v1_asset, file_tracking_v1_breach, file_tracking_v1_device, file_tracking_v1_geofence, file_tracking_v1_observation, file_tracking_v1_speed_alert]);
 
 /**
  * Subject tracking.v1.asset.created.
@@ -107,4 +117,323 @@ export type AssetDeleted = Message<"tracking.v1.AssetDeleted"> & {
  */
 export const AssetDeletedSchema: GenMessage<AssetDeleted> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 2);
+
+/**
+ * Subject tracking.v1.device.created.
+ *
+ * @generated from message tracking.v1.DeviceCreated
+ */
+export type DeviceCreated = Message<"tracking.v1.DeviceCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.Device device = 3;
+   */
+  device?: Device | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.DeviceCreated.
+ * Use `create(DeviceCreatedSchema)` to create a new message.
+ */
+export const DeviceCreatedSchema: GenMessage<DeviceCreated> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 3);
+
+/**
+ * Subject tracking.v1.device.updated. `device` is the state after the change.
+ *
+ * @generated from message tracking.v1.DeviceUpdated
+ */
+export type DeviceUpdated = Message<"tracking.v1.DeviceUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.Device device = 3;
+   */
+  device?: Device | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.DeviceUpdated.
+ * Use `create(DeviceUpdatedSchema)` to create a new message.
+ */
+export const DeviceUpdatedSchema: GenMessage<DeviceUpdated> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 4);
+
+/**
+ * Subject tracking.v1.device.deleted. `device` is the state before deletion.
+ *
+ * @generated from message tracking.v1.DeviceDeleted
+ */
+export type DeviceDeleted = Message<"tracking.v1.DeviceDeleted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.Device device = 3;
+   */
+  device?: Device | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.DeviceDeleted.
+ * Use `create(DeviceDeletedSchema)` to create a new message.
+ */
+export const DeviceDeletedSchema: GenMessage<DeviceDeleted> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 5);
+
+/**
+ * Subject tracking.v1.observation.recorded. Duplicates are not recorded and publish nothing.
+ *
+ * @generated from message tracking.v1.ObservationRecorded
+ */
+export type ObservationRecorded = Message<"tracking.v1.ObservationRecorded"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.Observation observation = 3;
+   */
+  observation?: Observation | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.ObservationRecorded.
+ * Use `create(ObservationRecordedSchema)` to create a new message.
+ */
+export const ObservationRecordedSchema: GenMessage<ObservationRecorded> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 6);
+
+/**
+ * Subject tracking.v1.geofence.created.
+ *
+ * @generated from message tracking.v1.GeofenceCreated
+ */
+export type GeofenceCreated = Message<"tracking.v1.GeofenceCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.Geofence geofence = 3;
+   */
+  geofence?: Geofence | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.GeofenceCreated.
+ * Use `create(GeofenceCreatedSchema)` to create a new message.
+ */
+export const GeofenceCreatedSchema: GenMessage<GeofenceCreated> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 7);
+
+/**
+ * Subject tracking.v1.geofence.updated. `geofence` is the state after the change.
+ *
+ * @generated from message tracking.v1.GeofenceUpdated
+ */
+export type GeofenceUpdated = Message<"tracking.v1.GeofenceUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.Geofence geofence = 3;
+   */
+  geofence?: Geofence | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.GeofenceUpdated.
+ * Use `create(GeofenceUpdatedSchema)` to create a new message.
+ */
+export const GeofenceUpdatedSchema: GenMessage<GeofenceUpdated> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 8);
+
+/**
+ * Subject tracking.v1.geofence.deleted. `geofence` is the state before deletion.
+ *
+ * @generated from message tracking.v1.GeofenceDeleted
+ */
+export type GeofenceDeleted = Message<"tracking.v1.GeofenceDeleted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.Geofence geofence = 3;
+   */
+  geofence?: Geofence | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.GeofenceDeleted.
+ * Use `create(GeofenceDeletedSchema)` to create a new message.
+ */
+export const GeofenceDeletedSchema: GenMessage<GeofenceDeleted> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 9);
+
+/**
+ * Subject tracking.v1.breach.detected. `breach.breachEventType` is "Enter" or "Exit".
+ *
+ * @generated from message tracking.v1.GeofenceBreachDetected
+ */
+export type GeofenceBreachDetected = Message<"tracking.v1.GeofenceBreachDetected"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.GeofenceBreach breach = 3;
+   */
+  breach?: GeofenceBreach | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.GeofenceBreachDetected.
+ * Use `create(GeofenceBreachDetectedSchema)` to create a new message.
+ */
+export const GeofenceBreachDetectedSchema: GenMessage<GeofenceBreachDetected> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 10);
+
+/**
+ * Subject tracking.v1.breach.acknowledged. Only the first acknowledgement publishes.
+ *
+ * @generated from message tracking.v1.GeofenceBreachAcknowledged
+ */
+export type GeofenceBreachAcknowledged = Message<"tracking.v1.GeofenceBreachAcknowledged"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.GeofenceBreach breach = 3;
+   */
+  breach?: GeofenceBreach | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.GeofenceBreachAcknowledged.
+ * Use `create(GeofenceBreachAcknowledgedSchema)` to create a new message.
+ */
+export const GeofenceBreachAcknowledgedSchema: GenMessage<GeofenceBreachAcknowledged> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 11);
+
+/**
+ * Subject tracking.v1.speed_alert.raised.
+ *
+ * @generated from message tracking.v1.SpeedAlertRaised
+ */
+export type SpeedAlertRaised = Message<"tracking.v1.SpeedAlertRaised"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.SpeedAlert speed_alert = 3;
+   */
+  speedAlert?: SpeedAlert | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.SpeedAlertRaised.
+ * Use `create(SpeedAlertRaisedSchema)` to create a new message.
+ */
+export const SpeedAlertRaisedSchema: GenMessage<SpeedAlertRaised> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 12);
+
+/**
+ * Subject tracking.v1.speed_alert.acknowledged. Only the first acknowledgement publishes.
+ *
+ * @generated from message tracking.v1.SpeedAlertAcknowledged
+ */
+export type SpeedAlertAcknowledged = Message<"tracking.v1.SpeedAlertAcknowledged"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.SpeedAlert speed_alert = 3;
+   */
+  speedAlert?: SpeedAlert | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.SpeedAlertAcknowledged.
+ * Use `create(SpeedAlertAcknowledgedSchema)` to create a new message.
+ */
+export const SpeedAlertAcknowledgedSchema: GenMessage<SpeedAlertAcknowledged> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 13);
 
