@@ -44,7 +44,7 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
     async createAsset(req) {
       const fields = checkedFields(req.asset);
       const now = new Date();
-      const row: AssetRow = { id: randomUUID(), ...fields, createdAt: now, updatedAt: now };
+      const row: AssetRow = { id: randomUUID(), ...fields, isSeeded: false, createdAt: now, updatedAt: now };
       await change(async (em) => {
         em.create(AssetEntity, row);
         await event(em, subjects.assetCreated, AssetCreatedSchema, row);

@@ -7,6 +7,8 @@ export interface AssetRow {
   description: string | null;
   category: string | null;
   speedThresholdKmh: number | null;
+  /** Created by POST /api/system/seed; only these are wiped by a reset. */
+  isSeeded: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -21,6 +23,7 @@ export const AssetEntity = new EntitySchema<AssetRow>({
     category: { type: "text", nullable: true },
     // double precision comes back from pg as a JS number; MikroORM's "double" type would make it a string.
     speedThresholdKmh: { type: "number", columnType: "double precision", nullable: true },
+    isSeeded: { type: "boolean", default: false },
     createdAt: { type: "Date", columnType: "timestamptz" },
     updatedAt: { type: "Date", columnType: "timestamptz" },
   },
