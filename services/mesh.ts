@@ -12,6 +12,7 @@ import type { ServiceModule } from "./runtime/module/index.js";
 import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./runtime/telemetry/index.js";
 import { trackingModule } from "./tracking/index.js";
+import { requiredFieldsInterceptor } from "./runtime/validation/index.js";
 import { frontDefinitions } from "./fronts.js";
 
 /** Every bounded context Meshwork can host. */
@@ -88,9 +89,15 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       closers.push(() => relay.stop());
 
       const deps = { config, db, bus, outbox: relay, logger };
+      const runtimes = [];
+      for (const module of modules) {
+        const runtime = await module.start(deps);
+        closers.push(() => runtime.stop());
+        runtimes.push(runtime);
+      }
       const routes = buildRoutes({
-        services: modules.flatMap((m) => m.register(deps)),
-        interceptors: [requestContextInterceptor, serverTracingInterceptor(), errorInterceptor(logger)],
+        services: runtimes.flatMap((r) => r.services),
+        interceptors: [requestContextInterceptor, serverTracingInterceptor(), errorInterceptor(logger), requiredFieldsInterceptor],
       });
       const host = await startServiceHost({ host: config.services.host, port: config.services.port, routes, logger });
       closers.push(() => host.close());

@@ -1,4 +1,5 @@
 // What the tracking handlers need from the process that hosts them.
 import type { ModuleDeps } from "../runtime/module/index.js";
+import type { TrackingEngine } from "./engine/types.js";
 
-export type TrackingDeps = Pick<ModuleDeps, "db" | "outbox" | "logger">;
+export type TrackingDeps = ModuleDeps & { engine: TrackingEngine };

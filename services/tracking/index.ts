@@ -1,8 +1,20 @@
 // The asset tracking bounded context, as a module the mesh can host.
 import { AssetService } from "../../gen/tracking/v1/asset_pb.js";
+import { GeofenceBreachService } from "../../gen/tracking/v1/breach_pb.js";
+import { DeviceService } from "../../gen/tracking/v1/device_pb.js";
+import { GeofenceService } from "../../gen/tracking/v1/geofence_pb.js";
+import { ObservationService } from "../../gen/tracking/v1/observation_pb.js";
+import { SpeedAlertService } from "../../gen/tracking/v1/speed_alert_pb.js";
+import { SystemService } from "../../gen/tracking/v1/system_pb.js";
 import type { ServiceModule } from "../runtime/module/index.js";
 import { assetService } from "./asset-service.js";
+import { breachService } from "./breach-service.js";
+import { deviceService } from "./device-service.js";
+import { createTrackingEngine } from "./engine/index.js";
 import { trackingStream } from "./events/subjects.js";
+import { geofenceService } from "./geofence-service.js";
+import { observationService } from "./observation-service.js";
+import { speedAlertService } from "./speed-alert-service.js";
 import { BreachEntity, SpeedAlertEntity } from "./store/alert-entities.js";
 import { AssetEntity } from "./store/asset-entity.js";
 import { DeviceEntity } from "./store/device-entity.js";
@@ -11,12 +23,21 @@ import { IntegrationFeedEntity } from "./store/integration-feed-entity.js";
 import { TrackingAssets0001 } from "./store/migrations/0001-assets.js";
 import { TrackingCore0002 } from "./store/migrations/0002-tracking-core.js";
 import { ObservationEntity } from "./store/observation-entity.js";
+import { systemService } from "./system-service.js";
 
 export { subjects, trackingStream } from "./events/subjects.js";
 
 export const trackingModule: ServiceModule = {
   name: "tracking",
-  services: [AssetService],
+  services: [
+    SystemService,
+    AssetService,
+    DeviceService,
+    ObservationService,
+    GeofenceService,
+    GeofenceBreachService,
+    SpeedAlertService,
+  ],
   database: {
     name: "tracking",
     entities: [
@@ -39,5 +60,20 @@ export const trackingModule: ServiceModule = {
     name: "tracking",
     address: (config) => config.services.tracking.address,
   },
-  register: (deps) => [{ service: AssetService, impl: assetService(deps) }],
+  async start(deps) {
+    const engine = await createTrackingEngine(deps);
+    const tracking = { ...deps, engine };
+    return {
+      services: [
+        { service: SystemService, impl: systemService(tracking) },
+        { service: AssetService, impl: assetService(tracking) },
+        { service: DeviceService, impl: deviceService(tracking) },
+        { service: ObservationService, impl: observationService(tracking) },
+        { service: GeofenceService, impl: geofenceService(tracking) },
+        { service: GeofenceBreachService, impl: breachService(tracking) },
+        { service: SpeedAlertService, impl: speedAlertService(tracking) },
+      ],
+      stop: () => engine.stop(),
+    };
+  },
 };

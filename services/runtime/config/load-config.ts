@@ -22,6 +22,12 @@ export interface MeshworkConfig {
     protection: { port: number };
     agents: { port: number };
   };
+  tracking: {
+    defaultSpeedThresholdKmh: number;
+    speedAlertCooldownMinutes: number;
+    simulationEnabled: boolean;
+    exportMaxRows: number;
+  };
   telemetry: {
     exporter: "console" | "otlp" | "zipkin" | "none";
     otlpProtocol: "grpc" | "http";
@@ -124,6 +130,12 @@ function toTyped(
       tracking: { port: get("Gateway:Tracking:Port") },
       protection: { port: get("Gateway:Protection:Port") },
       agents: { port: get("Gateway:Agents:Port") },
+    },
+    tracking: {
+      defaultSpeedThresholdKmh: get("Tracking:DefaultSpeedThresholdKmh"),
+      speedAlertCooldownMinutes: get("Tracking:SpeedAlertCooldownMinutes"),
+      simulationEnabled: get("Tracking:SimulationEnabled"),
+      exportMaxRows: get("Tracking:ExportMaxRows"),
     },
     telemetry: {
       exporter: get("Telemetry:Exporter"),

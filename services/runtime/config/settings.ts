@@ -111,6 +111,30 @@ export const settings: readonly Setting[] = [
     description: "Port of the agent gateway REST front.",
   },
   {
+    key: "Tracking:DefaultSpeedThresholdKmh",
+    type: { kind: "int", min: 1, max: 5000 },
+    default: 120,
+    description: "Speed alert threshold for devices whose asset sets none, in km/h.",
+  },
+  {
+    key: "Tracking:SpeedAlertCooldownMinutes",
+    type: { kind: "int", min: 0, max: 1440 },
+    default: 5,
+    description: "After a speed alert, the same device raises no other for this long (one episode, one alert).",
+  },
+  {
+    key: "Tracking:SimulationEnabled",
+    type: { kind: "bool" },
+    default: true,
+    description: "Whether POST /api/observations/simulate runs (403 when off).",
+  },
+  {
+    key: "Tracking:ExportMaxRows",
+    type: { kind: "int", min: 1, max: 1_000_000 },
+    default: 50_000,
+    description: "Most rows in one csv/geojson/gpx export; a capped export says so in X-Export-Truncated.",
+  },
+  {
     key: "Telemetry:Exporter",
     type: { kind: "enum", values: ["console", "otlp", "zipkin", "none"] },
     default: "console",

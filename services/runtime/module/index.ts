@@ -1,1 +1,1 @@
-export type { ModuleDeps, ServiceModule } from "./service-module.js";
+export type { ModuleDeps, ModuleRuntime, ServiceModule } from "./service-module.js";

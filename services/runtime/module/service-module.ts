@@ -29,5 +29,12 @@ export interface ServiceModule {
     /** Where a gateway-only process reaches the services. */
     address(config: MeshworkConfig): string;
   };
-  register(deps: ModuleDeps): ServiceRegistration[];
+  /** Builds the handlers (and whatever background work they need, e.g. bus subscriptions). */
+  start(deps: ModuleDeps): Promise<ModuleRuntime>;
+}
+
+export interface ModuleRuntime {
+  services: ServiceRegistration[];
+  /** Ends the module's background work; called before the database and bus close. */
+  stop(): Promise<void>;
 }

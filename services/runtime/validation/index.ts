@@ -1,0 +1,2 @@
+export { missingRequiredFields, requiredFieldsInterceptor } from "./required-fields.js";
+export { maxPageSize, resolvePage, type PageRequest } from "./page-request.js";

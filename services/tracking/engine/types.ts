@@ -1,0 +1,31 @@
+// The observation engine's contract: recording one observation with every rule (validation,
+// dedupe, speed alerts, geofence enter/exit) in one transaction, and the live geofence index.
+import type { AlertFindings, ObservationInputLike, ObservationSource } from "../domain/observation-types.js";
+import type { GeofenceRow } from "../store/geofence-entity.js";
+import type { ObservationRow } from "../store/observation-entity.js";
+
+export interface RecordOptions {
+  source: ObservationSource;
+  /** Ingest, integration and bulk paths may name the device by identifier instead of id. */
+  resolveIdentifier: boolean;
+}
+
+export interface RecordResult extends AlertFindings {
+  observation: ObservationRow;
+  /** The same device already had an observation at this observedAt: it is answered, nothing else happens. */
+  duplicate: boolean;
+}
+
+export interface TrackingEngine {
+  /**
+   * Records one observation: checks it (InvalidArgument / FailedPrecondition / NotFound naming
+   * the field), dedupes, raises speed alerts and breaches, writes events through the outbox.
+   */
+  record(input: ObservationInputLike, options: RecordOptions): Promise<RecordResult>;
+  /** Call after committing a created or changed geofence, so this instance sees it at once. */
+  applyGeofence(row: GeofenceRow): void;
+  /** Call after committing a geofence deletion. */
+  removeGeofence(id: string): void;
+  /** Stops the bus subscription that keeps the index current across instances. */
+  stop(): Promise<void>;
+}
