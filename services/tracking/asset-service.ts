@@ -1,16 +1,15 @@
 // tracking.v1.AssetService handlers: check input, change rows and record the event in one
 // transaction, answer the resource. Rules live in domain/, storage in store/.
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/core";
 import { randomUUID } from "node:crypto";
-import { AssetSchema, type Asset, type AssetService, type AssetInput } from "../../gen/tracking/v1/asset_pb.js";
+import type { AssetInput, AssetService } from "../../gen/tracking/v1/asset_pb.js";
 import { AssetCreatedSchema, AssetDeletedSchema, AssetUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
 import { invalidArgument, notFound, requireUuid, unprocessable } from "../runtime/errors/index.js";
-import { recordEvent } from "../runtime/outbox/index.js";
 import { checkAssetInput } from "./domain/asset-rules.js";
+import { recordTrackingEvent } from "./events/record-tracking-event.js";
 import { subjects } from "./events/subjects.js";
+import { toAsset } from "./mappers/to-message.js";
 import { AssetEntity, type AssetRow } from "./store/asset-entity.js";
 import type { TrackingDeps } from "./deps.js";
 
@@ -24,12 +23,8 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
     return result;
   }
 
-  /** Every asset event has the same shape: id, time and the asset. */
-  async function event(em: EntityManager, subject: string, schema: AssetEventSchema, row: AssetRow) {
-    const eventId = randomUUID();
-    const message = create(schema, { eventId, occurredAt: timestampFromDate(new Date()), asset: toAsset(row) });
-    await recordEvent(em, { id: eventId, subject, schema, message });
-  }
+  const event = (em: EntityManager, subject: string, schema: AssetEventSchema, row: AssetRow) =>
+    recordTrackingEvent(em, subject, schema, { asset: toAsset(row) });
 
   return {
     async listAssets() {
@@ -47,7 +42,7 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
       const row: AssetRow = { id: randomUUID(), ...fields, isSeeded: false, createdAt: now, updatedAt: now };
       await change(async (em) => {
         em.create(AssetEntity, row);
-        await event(em, subjects.assetCreated, AssetCreatedSchema, row);
+        event(em, subjects.assetCreated, AssetCreatedSchema, row);
       });
       return toAsset(row);
     },
@@ -58,7 +53,7 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
       const row = await change(async (em) => {
         const found = await load(em, id);
         em.assign(found, { ...fields, updatedAt: new Date() });
-        await event(em, subjects.assetUpdated, AssetUpdatedSchema, found);
+        event(em, subjects.assetUpdated, AssetUpdatedSchema, found);
         return found;
       });
       return toAsset(row);
@@ -68,7 +63,7 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
       const id = requireUuid("id", req.id);
       await change(async (em) => {
         const found = await load(em, id);
-        await event(em, subjects.assetDeleted, AssetDeletedSchema, found);
+        event(em, subjects.assetDeleted, AssetDeletedSchema, found);
         em.remove(found);
       });
       return { id, deleted: true };
@@ -88,16 +83,4 @@ async function load(em: EntityManager, id: string): Promise<AssetRow> {
   const row = await em.findOne(AssetEntity, { id });
   if (!row) throw notFound(`asset ${id} not found`);
   return row;
-}
-
-export function toAsset(row: AssetRow): Asset {
-  return create(AssetSchema, {
-    id: row.id,
-    name: row.name ?? undefined,
-    description: row.description ?? undefined,
-    category: row.category ?? undefined,
-    speedThresholdKmh: row.speedThresholdKmh ?? undefined,
-    createdAt: timestampFromDate(row.createdAt),
-    updatedAt: timestampFromDate(row.updatedAt),
-  });
 }
