@@ -1,8 +1,157 @@
-// tracking.v1.DeviceService handlers. Owner: resources. Not implemented yet: every method answers Unimplemented (501).
-import type { ServiceImpl } from "@connectrpc/connect";
-import type { DeviceService } from "../../gen/tracking/v1/device_pb.js";
+// tracking.v1.DeviceService handlers: check the body, verify what it references, change the row
+// and record its event in one transaction, answer the device. Rules live in domain/device-rules.
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { UniqueConstraintViolationException } from "@mikro-orm/core";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { randomUUID } from "node:crypto";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { DeviceSummarySchema, type DeviceInput, type DeviceService } from "../../gen/tracking/v1/device_pb.js";
+import { DeviceCreatedSchema, DeviceDeletedSchema, DeviceUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
+import { alreadyExists, invalidArgument, notFound, requireUuid } from "../runtime/errors/index.js";
+import { checkDeviceInput, deviceFieldPath, type DeviceFields } from "./domain/device-rules.js";
+import { recordTrackingEvent } from "./events/record-tracking-event.js";
+import { subjects } from "./events/subjects.js";
+import { toAsset, toDevice, toObservation } from "./mappers/to-message.js";
+import { AssetEntity } from "./store/asset-entity.js";
+import { DeviceEntity, type DeviceRow } from "./store/device-entity.js";
+import { IntegrationFeedEntity } from "./store/integration-feed-entity.js";
+import { ObservationEntity } from "./store/observation-entity.js";
 import type { TrackingDeps } from "./deps.js";
 
-export function deviceService(_deps: TrackingDeps): Partial<ServiceImpl<typeof DeviceService>> {
-  return {};
+type DeviceEventSchema = typeof DeviceCreatedSchema | typeof DeviceUpdatedSchema | typeof DeviceDeletedSchema;
+
+/** The partial unique index that makes identifiers unique even between racing requests. */
+const identifierIndex = "tracking_device_identifier_uq";
+
+export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceService> {
+  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
+  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    try {
+      const result = await deps.db.em().transactional(work);
+      deps.outbox.notify();
+      return result;
+    } catch (err) {
+      // Two requests can both pass the duplicate check; the index lets only one commit.
+      if (err instanceof UniqueConstraintViolationException && err.message.includes(identifierIndex)) {
+        throw duplicateIdentifier();
+      }
+      throw err;
+    }
+  }
+
+  const event = (em: EntityManager, subject: string, schema: DeviceEventSchema, row: DeviceRow) =>
+    recordTrackingEvent(em, subject, schema, { device: toDevice(row) });
+
+  return {
+    async listDevices() {
+      const rows = await deps.db.em().find(DeviceEntity, {}, { orderBy: { createdAt: "desc", id: "desc" } });
+      return { items: rows.map(toDevice) };
+    },
+
+    async getDevice(req) {
+      return toDevice(await load(deps.db.em(), requireUuid("id", req.id)));
+    },
+
+    async createDevice(req) {
+      const fields = checkedFields(req.device);
+      const now = new Date();
+      const row: DeviceRow = { id: randomUUID(), ...fields, lastSeenAt: null, isSeeded: false, createdAt: now, updatedAt: now };
+      await change(async (em) => {
+        await checkReferences(em, fields, null);
+        em.create(DeviceEntity, row);
+        event(em, subjects.deviceCreated, DeviceCreatedSchema, row);
+      });
+      return toDevice(row);
+    },
+
+    async updateDevice(req) {
+      const id = requireUuid("id", req.id);
+      const fields = checkedFields(req.device);
+      const row = await change(async (em) => {
+        const found = await load(em, id);
+        await checkReferences(em, fields, id);
+        em.assign(found, { ...fields, updatedAt: new Date() });
+        event(em, subjects.deviceUpdated, DeviceUpdatedSchema, found);
+        return found;
+      });
+      return toDevice(row);
+    },
+
+    async deleteDevice(req) {
+      const id = requireUuid("id", req.id);
+      await change(async (em) => {
+        const found = await load(em, id);
+        // The event carries the device as it was; its observations, breaches, speed alerts and
+        // geofence state go with it through the foreign keys' ON DELETE CASCADE.
+        event(em, subjects.deviceDeleted, DeviceDeletedSchema, found);
+        em.remove(found);
+      });
+      return { id, deleted: true };
+    },
+
+    async getDeviceSummary(req) {
+      const id = requireUuid("id", req.id);
+      const em = deps.db.em();
+      const device = await load(em, id);
+      const asset = device.assetId ? await em.findOne(AssetEntity, { id: device.assetId }) : null;
+      const last = await em.findOne(ObservationEntity, { deviceId: id }, { orderBy: { observedAt: "desc", id: "desc" } });
+      const [counts] = await em.execute<{ observations: string; breaches: string; speed_alerts: string }[]>(
+        `select
+           (select count(*) from "tracking_observation" where "device_id" = ?) as "observations",
+           (select count(*) from "tracking_geofence_breach" where "device_id" = ? and not "acknowledged") as "breaches",
+           (select count(*) from "tracking_speed_alert" where "device_id" = ? and not "acknowledged") as "speed_alerts"`,
+        [id, id, id],
+      );
+      return create(DeviceSummarySchema, {
+        device: toDevice(device),
+        asset: asset ? toAsset(asset) : undefined,
+        lastPosition: last ? toObservation(last) : undefined,
+        // count(*) is a bigint, which pg hands back as a string.
+        observationCount: BigInt(counts!.observations),
+        openBreachCount: BigInt(counts!.breaches),
+        openSpeedAlertCount: BigInt(counts!.speed_alerts),
+      });
+    },
+  };
+}
+
+function checkedFields(input: DeviceInput | undefined): DeviceFields {
+  if (!input) throw invalidArgument([{ field: "device", description: "is required" }], "request body is required");
+  const { fields, malformed } = checkDeviceInput(input);
+  if (malformed.length) throw invalidArgument(malformed);
+  return fields;
+}
+
+/** Unknown asset or feed → 404 naming the field; an identifier another device holds → 409. */
+async function checkReferences(em: EntityManager, fields: DeviceFields, selfId: string | null): Promise<void> {
+  if (fields.assetId && !(await em.count(AssetEntity, { id: fields.assetId }))) {
+    throw missingReference("assetId", `asset ${fields.assetId} not found`);
+  }
+  if (fields.integrationFeedId && !(await em.count(IntegrationFeedEntity, { id: fields.integrationFeedId }))) {
+    throw missingReference("integrationFeedId", `integration feed ${fields.integrationFeedId} not found`);
+  }
+  if (fields.identifier !== null) {
+    const holder = await em.findOne(DeviceEntity, { identifier: fields.identifier }, { fields: ["id"] });
+    if (holder && holder.id !== selfId) throw duplicateIdentifier();
+  }
+}
+
+/** NotFound that still names the field, so a REST client sees which reference was wrong. */
+function missingReference(key: "assetId" | "integrationFeedId", message: string): ConnectError {
+  const field = deviceFieldPath(key);
+  const detail = create(BadRequestSchema, { fieldViolations: [{ field, description: "does not name an existing record" }] });
+  return new ConnectError(message, Code.NotFound, undefined, [{ desc: BadRequestSchema, value: detail }]);
+}
+
+function duplicateIdentifier(): ConnectError {
+  return alreadyExists("another device already has this identifier", [
+    { field: deviceFieldPath("identifier"), description: "is already used by another device" },
+  ]);
+}
+
+async function load(em: EntityManager, id: string): Promise<DeviceRow> {
+  const row = await em.findOne(DeviceEntity, { id });
+  if (!row) throw notFound(`device ${id} not found`);
+  return row;
 }
