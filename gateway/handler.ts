@@ -10,7 +10,7 @@ import {
   type JsonValue,
   type Message,
 } from "@bufbuild/protobuf";
-import type { Transport } from "@connectrpc/connect";
+import { ConnectError, type Transport } from "@connectrpc/connect";
 import { fromConnectError } from "./errors/from-connect-error.js";
 import { badRequest, HttpError } from "./errors/http-error.js";
 import { renderError } from "./errors/render-error.js";
@@ -18,6 +18,7 @@ import { isJsonContentType } from "./http/content-type.js";
 import { serviceHeaders, type HeaderForwarder } from "./http/forward-headers.js";
 import { announcesBody, discardRest, readBody } from "./http/read-body.js";
 import { requestIdOf } from "./http/request-id.js";
+import { clientResponseHeaders, withServiceHeaders } from "./http/response-headers.js";
 import type { GatewayLogger } from "./logger.js";
 import { selectFramer, type StreamFramer } from "./streams/framer.js";
 import { ndjsonFramer } from "./streams/ndjson.js";
@@ -144,10 +145,14 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
         input,
       );
       const plan = route.response;
-      if (!plan.writesBody) {
-        send(ex, plan.status, undefined, undefined);
+      const extra = clientResponseHeaders(response.header);
+      const raw = plan.rawBody(response.message);
+      if (raw) {
+        send(ex, plan.status, raw.contentType, raw.data, extra);
+      } else if (!plan.writesBody) {
+        send(ex, plan.status, undefined, undefined, extra);
       } else {
-        send(ex, plan.status, "application/json", JSON.stringify(plan.toJson(response.message)));
+        send(ex, plan.status, "application/json", JSON.stringify(plan.toJson(response.message)), extra);
       }
     } catch (e) {
       fail(ex, e, route.style);
@@ -193,6 +198,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       // Lazy framers learn of an immediate failure before committing to a status.
       let next = framer.eagerHeaders ? undefined : await messages.next();
       res.writeHead(route.response.status, {
+        ...clientResponseHeaders(response.header),
         "content-type": framer.contentType,
         "cache-control": "no-store",
         "x-request-id": ex.requestId,
@@ -230,23 +236,25 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       return;
     }
     const rendered = renderError(error, style.errorStyle);
-    send(ex, error.status, rendered.contentType, JSON.stringify(rendered.document), error.headers, reason);
+    // A failed call's metadata holds what the service set (Retry-After on a 429, say).
+    const headers = reason instanceof ConnectError ? withServiceHeaders(error, reason.metadata) : error.headers;
+    send(ex, error.status, rendered.contentType, JSON.stringify(rendered.document), headers, reason);
   }
 
   function send(
     ex: Exchange,
     status: number,
     contentType: string | undefined,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
     extra?: Readonly<Record<string, string>>,
     reason?: unknown,
   ) {
-    const headers: Record<string, string | number> = { "x-request-id": ex.requestId };
+    // The service's headers first: the gateway's own framing and request id always win.
+    const headers: Record<string, string | number> = { ...extra, "x-request-id": ex.requestId };
     if (contentType !== undefined && body !== undefined) {
       headers["content-type"] = contentType;
-      headers["content-length"] = Buffer.byteLength(body);
+      headers["content-length"] = typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
     }
-    if (extra) Object.assign(headers, extra);
     ex.res.writeHead(status, headers);
     ex.res.end(body);
     logDone(ex, status, reason);

@@ -2,7 +2,13 @@
 import test from "ava";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { getOption } from "@bufbuild/protobuf";
+import { http } from "../../gen/google/api/annotations_pb.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { serviceStyleOf } from "../style.js";
+import { bindingsOfRule } from "./http-rule.js";
+import { compileResponsePlan } from "./response-mapping.js";
 import { startHarness, type Harness, type Responder, type SendOptions } from "../test-support/harness.js";
 import { codeName, httpStatusOf } from "./status-codes.js";
 
@@ -44,7 +50,26 @@ interface Row {
   readonly body?: unknown;
   /** A string the body must not contain. */
   readonly hidden?: string;
+  /** The raw body, for answers that are not JSON. */
+  readonly text?: string;
+  /** Response headers that must have these values; undefined means absent. */
+  readonly headers?: Readonly<Record<string, string | undefined>>;
 }
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+const csvFile = { contentType: "text/csv; charset=utf-8", data: utf8('a,b\r\n1,"x,y"\r\n') };
+const exportShelf = (respond: Responder, query = ""): SendOptions => ({
+  method: "GET",
+  path: `/v1/shelves/7:export${query}`,
+  respond,
+});
+/** A responder that sets response headers before answering. */
+const withHeaders =
+  (headers: Record<string, string>, answer: Responder): Responder =>
+  (input, ctx) => {
+    for (const [k, v] of Object.entries(headers)) ctx.responseHeader.set(k, v);
+    return answer(input, ctx);
+  };
 
 const getBook = (respond: Responder): SendOptions => ({ method: "GET", path: "/v1/shelves/1/books/2", respond });
 const getItem = (respond: Responder): SendOptions => ({ method: "GET", path: "/inventory/items/i1", respond });
@@ -253,6 +278,163 @@ const rows: Row[] = [
     status: 403,
     body: { error: "permission_denied", message: "role viewer cannot read" },
   },
+  {
+    name: "library: a set HttpBody field is the answer, raw, with its content type and the service's headers",
+    request: exportShelf(
+      withHeaders({ "content-disposition": 'attachment; filename="shelf-7.csv"' }, () => ({
+        books: [{ title: "ignored" }],
+        count: 1,
+        file: csvFile,
+      })),
+      "?format=csv",
+    ),
+    status: 200,
+    contentType: "text/csv; charset=utf-8",
+    text: 'a,b\r\n1,"x,y"\r\n',
+    headers: {
+      "content-disposition": 'attachment; filename="shelf-7.csv"',
+      "content-length": String(utf8('a,b\r\n1,"x,y"\r\n').byteLength),
+    },
+  },
+  {
+    name: "library: an unset HttpBody field is left out of the JSON, not even null",
+    request: exportShelf(() => ({ books: [{ title: "a" }], count: 1 })),
+    status: 200,
+    contentType: "application/json",
+    body: { books: [{ ...emptyBook, title: "a" }], count: 1, note: null },
+  },
+  {
+    name: "library: an HttpBody field with no content type is application/octet-stream",
+    request: exportShelf(() => ({ file: { data: utf8("raw bytes") } })),
+    status: 200,
+    contentType: "application/octet-stream",
+    text: "raw bytes",
+  },
+  {
+    name: "library: a set but empty HttpBody field is an empty raw answer",
+    request: exportShelf(() => ({ count: 3, file: { contentType: "text/plain" } })),
+    status: 200,
+    contentType: "text/plain",
+    text: "",
+    headers: { "content-length": "0" },
+  },
+  {
+    name: "library: a response that is google.api.HttpBody is answered raw",
+    request: {
+      method: "GET",
+      path: "/v1/downloads/report",
+      respond: () => ({ contentType: "application/gpx+xml", data: utf8("<gpx/>") }),
+    },
+    status: 200,
+    contentType: "application/gpx+xml",
+    text: "<gpx/>",
+  },
+  {
+    name: "library: an empty google.api.HttpBody response is an empty octet stream",
+    request: { method: "GET", path: "/v1/downloads/nothing" },
+    status: 200,
+    contentType: "application/octet-stream",
+    text: "",
+  },
+  {
+    name: "inventory: a raw answer keeps the method's success status",
+    front: "inventory",
+    request: {
+      method: "POST",
+      path: "/inventory/exports",
+      body: { as_file: true },
+      respond: withHeaders({ location: "/inventory/exports/1" }, () => ({
+        itemCount: 2,
+        exportFile: { contentType: "application/geo+json", data: utf8('{"type":"FeatureCollection","features":[]}') },
+      })),
+    },
+    status: 201,
+    contentType: "application/geo+json",
+    body: { type: "FeatureCollection", features: [] },
+    headers: { location: "/inventory/exports/1" },
+  },
+  {
+    name: "inventory: proto names, an unset HttpBody field absent",
+    front: "inventory",
+    request: { method: "POST", path: "/inventory/exports", body: {}, respond: () => ({ itemCount: 2 }) },
+    status: 201,
+    contentType: "application/json",
+    body: { item_count: 2 },
+  },
+  {
+    name: "library: the service's x- and caching headers reach the client on a JSON answer",
+    request: exportShelf(
+      withHeaders(
+        { "x-export-truncated": "true", "x-export-total-count": "12", "cache-control": "no-store", "retry-after": "5" },
+        () => ({ count: 1 }),
+      ),
+    ),
+    status: 200,
+    contentType: "application/json",
+    headers: {
+      "x-export-truncated": "true",
+      "x-export-total-count": "12",
+      "cache-control": "no-store",
+      "retry-after": "5",
+    },
+  },
+  {
+    name: "library: protocol and framing headers from the service never reach the client",
+    request: exportShelf(
+      withHeaders(
+        {
+          "grpc-foo": "1",
+          "connect-foo": "1",
+          "content-language": "de",
+          "te": "trailers",
+          "x-request-id": "spoofed",
+          "x-grpc-web": "1",
+          "set-cookie": "a=b",
+        },
+        () => ({ count: 1 }),
+      ),
+    ),
+    status: 200,
+    contentType: "application/json",
+    headers: {
+      "grpc-foo": undefined,
+      "connect-foo": undefined,
+      "content-language": undefined,
+      te: undefined,
+      "x-grpc-web": undefined,
+      "set-cookie": undefined,
+    },
+  },
+  {
+    name: "library: a 204 carries the service's headers",
+    request: {
+      method: "DELETE",
+      path: "/v1/shelves/1/books/2",
+      respond: withHeaders({ "x-deleted-count": "1" }, () => ({})),
+    },
+    status: 204,
+    body: undefined,
+    headers: { "x-deleted-count": "1" },
+  },
+  {
+    name: "library: a failure carries the service's Retry-After",
+    request: exportShelf(
+      withHeaders({ "retry-after": "30", "grpc-foo": "1" }, () => {
+        throw new ConnectError("slow down", Code.ResourceExhausted);
+      }),
+    ),
+    status: 429,
+    contentType: "application/problem+json",
+    headers: { "retry-after": "30", "grpc-foo": undefined },
+  },
+  {
+    name: "library: error metadata set on the ConnectError itself is forwarded too",
+    request: getBook(() => {
+      throw new ConnectError("busy", Code.Unavailable, { "retry-after": "7", "x-shard": "b" });
+    }),
+    status: 503,
+    headers: { "retry-after": "7", "x-shard": "b" },
+  },
 ];
 
 for (const r of rows) {
@@ -262,7 +444,10 @@ for (const r of rows) {
     if ("contentType" in r) t.is(res.headers["content-type"], r.contentType);
     if ("body" in r) t.deepEqual(res.json, r.body);
     if (r.hidden) t.false(res.text.includes(r.hidden));
+    if (r.text !== undefined) t.is(res.text, r.text);
+    for (const [name, value] of Object.entries(r.headers ?? {})) t.is(res.headers[name], value, name);
     t.truthy(res.headers["x-request-id"]);
+    t.not(res.headers["x-request-id"], "spoofed");
   });
 }
 
@@ -284,6 +469,34 @@ const table: [Code, number, string][] = [
   [Code.Unknown, 500, "unknown"],
   [Code.DataLoss, 500, "data_loss"],
 ];
+
+test("a stream passes the service's forwardable headers on, never its protocol ones", async (t) => {
+  const res = await h.send("library", {
+    method: "GET",
+    path: "/v1/shelves/3:watch",
+    respond: withHeaders({ "x-stream-shard": "3", "grpc-foo": "1" }, () =>
+      (async function* () {
+        yield { shelfId: 3n, sequence: 1 };
+      })(),
+    ),
+  });
+  t.is(res.status, 200);
+  t.is(res.headers["x-stream-shard"], "3");
+  t.is(res.headers["grpc-foo"], undefined);
+  t.is(res.headers["cache-control"], "no-store");
+});
+
+test("start-up rejects an HttpBody answer with success_status 204", (t) => {
+  const method = LibraryService.method.downloadFile;
+  const binding = bindingsOfRule(getOption(method, http))[0]!;
+  t.throws(() => compileResponsePlan(method, binding, serviceStyleOf(LibraryService), 204, undefined), {
+    message: /HttpBody.*204/,
+  });
+  const withField = LibraryService.method.exportShelf;
+  const fieldBinding = bindingsOfRule(getOption(withField, http))[0]!;
+  t.throws(() => compileResponsePlan(withField, fieldBinding, serviceStyleOf(LibraryService), 204, undefined));
+  t.notThrows(() => compileResponsePlan(withField, fieldBinding, serviceStyleOf(LibraryService), 200, undefined));
+});
 
 test("Connect code → HTTP status table and snake_case names", (t) => {
   for (const [code, status, name] of table) {

@@ -1,6 +1,7 @@
 // Renders a response message as the REST client sees it: the service's JSON naming, every
 // documented property present ([] and zero values included), optional ones as null on request,
-// and only the response_body field when the rule names one.
+// and only the response_body field when the rule names one. A google.api.HttpBody (the response
+// itself, or a set top-level field of it) is answered raw instead of as JSON.
 import {
   toJson,
   type DescField,
@@ -21,7 +22,19 @@ export interface ResponsePlan {
   /** False for 204: the message is not written. */
   readonly writesBody: boolean;
   toJson(message: Message): JsonValue;
+  /** The raw answer a google.api.HttpBody carries, or undefined when the answer is JSON. */
+  rawBody(message: Message): RawBody | undefined;
 }
+
+/** An HTTP body the service wrote itself, sent as is. */
+export interface RawBody {
+  readonly contentType: string;
+  readonly data: Uint8Array;
+}
+
+const HTTP_BODY = "google.api.HttpBody";
+// What an HttpBody that names no content type is, by RFC 9110's own default for unknown bytes.
+const DEFAULT_RAW_TYPE = "application/octet-stream";
 
 export function compileResponsePlan(
   method: DescMethod,
@@ -37,11 +50,18 @@ export function compileResponsePlan(
     useProtoFieldName: style.jsonNaming === "proto-name",
     registry,
   };
+  const where = `${method.parent.typeName}.${method.name}`;
+  const wholeIsRaw = output.typeName === HTTP_BODY;
+  const rawFields = wholeIsRaw ? [] : output.fields.filter(isHttpBodyField);
+  if ((wholeIsRaw || rawFields.length > 0) && status === 204) {
+    throw new Error(`${where}: a google.api.HttpBody answer cannot have success_status 204`);
+  }
+  // HttpBody fields are the file, never a JSON property (not even a null).
+  const rawKeys = rawFields.map((f) => keyOf(f, style.jsonNaming));
   let pick: string | undefined;
   if (binding.responseBody !== "") {
     const field = output.fields.find((f) => f.name === binding.responseBody);
     if (!field) {
-      const where = `${method.parent.typeName}.${method.name}`;
       throw new Error(`${where}: response_body "${binding.responseBody}" is not in ${output.typeName}`);
     }
     pick = keyOf(field, style.jsonNaming);
@@ -54,10 +74,33 @@ export function compileResponsePlan(
     toJson(message: Message): JsonValue {
       let json = toJson(output, message, options) as JsonObject;
       if (fill) json = fillNulls(json, fill);
+      for (const key of rawKeys) delete json[key];
       // An unset message named by response_body has no JSON of its own: it is null.
       return pick === undefined ? json : (json[pick] ?? null);
     },
+    rawBody(message: Message): RawBody | undefined {
+      if (wholeIsRaw) return rawOf(message as unknown as HttpBodyShape);
+      for (const field of rawFields) {
+        const value = (message as unknown as Record<string, HttpBodyShape | undefined>)[field.localName];
+        if (value !== undefined) return rawOf(value);
+      }
+      return undefined;
+    },
   };
+}
+
+/** The two fields of google.api.HttpBody the gateway reads, without importing its generated code. */
+interface HttpBodyShape {
+  readonly contentType: string;
+  readonly data: Uint8Array;
+}
+
+function rawOf(body: HttpBodyShape): RawBody {
+  return { contentType: body.contentType === "" ? DEFAULT_RAW_TYPE : body.contentType, data: body.data };
+}
+
+function isHttpBodyField(field: DescField): boolean {
+  return field.fieldKind === "message" && field.message.typeName === HTTP_BODY;
 }
 
 function keyOf(field: DescField, naming: JsonNamingName): string {
@@ -101,6 +144,7 @@ function nullPlanOf(message: DescMessage, naming: JsonNamingName): NullPlan {
   const plan: NullPlan = { keys: [], nullableKeys: [], nested: [] };
   cache.set(message, plan); // before recursing: message types may be recursive
   for (const field of message.fields) {
+    if (isHttpBodyField(field)) continue;
     const key = keyOf(field, naming);
     const nullable = isNullable(field);
     plan.keys.push({ key, nullable });
@@ -129,6 +173,7 @@ function hasWork(message: DescMessage): boolean {
   inProgress.add(message);
   let work = false;
   for (const field of message.fields) {
+    if (isHttpBodyField(field)) continue;
     if (isNullable(field)) work = true;
     const child = field.message;
     if (child && isPlainMessage(child) && hasWork(child)) work = true;

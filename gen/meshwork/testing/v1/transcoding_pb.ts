@@ -8,6 +8,8 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
+import type { HttpBody, HttpBodySchema } from "../../../google/api/httpbody_pb.js";
+import { file_google_api_httpbody } from "../../../google/api/httpbody_pb.js";
 import type { Duration, EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
 import { file_meshwork_api_v1_options } from "../../api/v1/options_pb.js";
@@ -17,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meshwork/testing/v1/transcoding.proto.
  */
 export const file_meshwork_testing_v1_transcoding: GenFile = /*@__PURE__*/
-  fileDesc("CiVtZXNod29yay90ZXN0aW5nL3YxL3RyYW5zY29kaW5nLnByb3RvEhNtZXNod29yay50ZXN0aW5nLnYxIjwKBkF1dGhvchIUCgxkaXNwbGF5X25hbWUYASABKAkSEgoFZW1haWwYAiABKAlIAIgBAUIICgZfZW1haWwi3AMKBEJvb2sSDAoEbmFtZRgBIAEoCRINCgV0aXRsZRgCIAEoCRIVCghzdWJ0aXRsZRgDIAEoCUgAiAEBEikKBWdlbnJlGAQgASgOMhoubWVzaHdvcmsudGVzdGluZy52MS5HZW5yZRIMCgR0YWdzGAUgAygJEjAKDHB1Ymxpc2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoGYXV0aG9yGAcgASgLMhsubWVzaHdvcmsudGVzdGluZy52MS5BdXRob3ISMQoMY29udHJpYnV0b3JzGAggAygLMhsubWVzaHdvcmsudGVzdGluZy52MS5BdXRob3ISFwoKcGFnZV9jb3VudBgJIAEoBUgBiAEBEgwKBGlzYm4YCiABKAMSNQoGbGFiZWxzGAsgAygLMiUubWVzaHdvcmsudGVzdGluZy52MS5Cb29rLkxhYmVsc0VudHJ5EiwKB2VkaXRpb24YDCABKAsyGy5nb29nbGUucHJvdG9idWYuSW50MzJWYWx1ZRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCV9zdWJ0aXRsZUINCgtfcGFnZV9jb3VudCIoCgRGaWxlEgwKBG5hbWUYASABKAkSEgoKc2l6ZV9ieXRlcxgCIAEoAyJMCgpTaGVsZkV2ZW50EhAKCHNoZWxmX2lkGAEgASgDEhAKCHNlcXVlbmNlGAIgASgFEhEKBG5vdGUYAyABKAlIAIgBAUIHCgVfbm90ZSIeCg5HZXRCb29rUmVxdWVzdBIMCgRuYW1lGAEgASgJIk8KCkJvb2tGaWx0ZXISFAoMdGl0bGVfcHJlZml4GAEgASgJEisKBmF1dGhvchgCIAEoCzIbLm1lc2h3b3JrLnRlc3RpbmcudjEuQXV0aG9yIpQFChBMaXN0Qm9va3NSZXF1ZXN0EhAKCHNoZWxmX2lkGAEgASgDEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhYKDmluY2x1ZGVfZHJhZnRzGAQgASgIEhIKCm1pbl9yYXRpbmcYBSABKAESKQoFZ2VucmUYBiABKA4yGi5tZXNod29yay50ZXN0aW5nLnYxLkdlbnJlEgwKBHRhZ3MYByADKAkSDQoFeWVhcnMYCCADKAUSLwoGZmlsdGVyGAkgASgLMh8ubWVzaHdvcmsudGVzdGluZy52MS5Cb29rRmlsdGVyEjMKD3B1Ymxpc2hlZF9hZnRlchgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoHbWF4X2FnZRgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgltaW5fcGFnZXMYDCABKAsyGy5nb29nbGUucHJvdG9idWYuSW50MzJWYWx1ZRIsCghpbl9wcmludBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5Cb29sVmFsdWUSDgoGY3Vyc29yGA4gASgMEioKBmdlbnJlcxgPIAMoDjIaLm1lc2h3b3JrLnRlc3RpbmcudjEuR2VucmUSEAoIbWF4X2lzYm4YECABKAQSEQoJbWluX3Njb3JlGBEgASgCEhUKCGxhbmd1YWdlGBIgASgJSACIAQESLwoJcHVibGlzaGVyGBMgASgLMhwuZ29vZ2xlLnByb3RvYnVmLlN0cmluZ1ZhbHVlEi0KCXJlYWRfbWFzaxgUIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2tCCwoJX2xhbmd1YWdlIlYKEUxpc3RCb29rc1Jlc3BvbnNlEigKBWJvb2tzGAEgAygLMhkubWVzaHdvcmsudGVzdGluZy52MS5Cb29rEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJiChFDcmVhdGVCb29rUmVxdWVzdBIQCghzaGVsZl9pZBgBIAEoAxInCgRib29rGAIgASgLMhkubWVzaHdvcmsudGVzdGluZy52MS5Cb29rEhIKCnJlcXVlc3RfaWQYAyABKAkibQoRVXBkYXRlQm9va1JlcXVlc3QSJwoEYm9vaxgBIAEoCzIZLm1lc2h3b3JrLnRlc3RpbmcudjEuQm9vaxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siIQoRRGVsZXRlQm9va1JlcXVlc3QSDAoEbmFtZRgBIAEoCSIyChJBcmNoaXZlQm9va1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiTwoSU2VhcmNoQm9va3NSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEioKBmdlbnJlcxgCIAMoDjIaLm1lc2h3b3JrLnRlc3RpbmcudjEuR2VucmUiHgoOR2V0RmlsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSIkChRHZXRCb29rQXV0aG9yUmVxdWVzdBIMCgRuYW1lGAEgASgJIjQKEVdhdGNoU2hlbGZSZXF1ZXN0EhAKCHNoZWxmX2lkGAEgASgDEg0KBWxpbWl0GAIgASgFIrcBCgRJdGVtEgoKAmlkGAEgASgJEhEKBG5vdGUYAiABKAlIAIgBARIQCghxdWFudGl0eRgDIAEoBRIMCgR0YWdzGAQgAygJEjcKCmRpbWVuc2lvbnMYBSABKAsyIy5tZXNod29yay50ZXN0aW5nLnYxLkl0ZW1EaW1lbnNpb25zEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgcKBV9ub3RlIjUKDkl0ZW1EaW1lbnNpb25zEhAKCHdpZHRoX2NtGAEgASgBEhEKCWhlaWdodF9jbRgCIAEoASIcCg5HZXRJdGVtUmVxdWVzdBIKCgJpZBgBIAEoCSI6ChBMaXN0SXRlbXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRITCgtuYW1lX2ZpbHRlchgCIAEoCSJWChFMaXN0SXRlbXNSZXNwb25zZRIoCgVpdGVtcxgBIAMoCzIZLm1lc2h3b3JrLnRlc3RpbmcudjEuSXRlbRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilAEKEUNyZWF0ZUl0ZW1SZXF1ZXN0EgoKAmlkGAEgASgJEhEKBG5vdGUYAiABKAlIAIgBARIQCghxdWFudGl0eRgDIAEoBRIMCgR0YWdzGAQgAygJEjcKCmRpbWVuc2lvbnMYBSABKAsyIy5tZXNod29yay50ZXN0aW5nLnYxLkl0ZW1EaW1lbnNpb25zQgcKBV9ub3RlIh8KEURlbGV0ZUl0ZW1SZXF1ZXN0EgoKAmlkGAEgASgJIiMKElN0cmVhbUl0ZW1zUmVxdWVzdBINCgVjb3VudBgBIAEoBSpECgVHZW5yZRIVChFHRU5SRV9VTlNQRUNJRklFRBAAEhEKDUdFTlJFX0ZJQ1RJT04QARIRCg1HRU5SRV9ISVNUT1JZEAIyzwoKDkxpYnJhcnlTZXJ2aWNlEoMBCgdHZXRCb29rEiMubWVzaHdvcmsudGVzdGluZy52MS5HZXRCb29rUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuQm9vayI4gtPkkwIyWhISEC92MS9ib29rcy97bmFtZX0SHC92MS97bmFtZT1zaGVsdmVzLyovYm9va3MvKn0ShwEKCUxpc3RCb29rcxIlLm1lc2h3b3JrLnRlc3RpbmcudjEuTGlzdEJvb2tzUmVxdWVzdBomLm1lc2h3b3JrLnRlc3RpbmcudjEuTGlzdEJvb2tzUmVzcG9uc2UiK4LT5JMCJWIFYm9va3MSHC92MS9zaGVsdmVzL3tzaGVsZl9pZH0vYm9va3MSgAEKCkNyZWF0ZUJvb2sSJi5tZXNod29yay50ZXN0aW5nLnYxLkNyZWF0ZUJvb2tSZXF1ZXN0GhkubWVzaHdvcmsudGVzdGluZy52MS5Cb29rIi/I8xjJAYLT5JMCJDoEYm9vayIcL3YxL3NoZWx2ZXMve3NoZWxmX2lkfS9ib29rcxKoAQoKVXBkYXRlQm9vaxImLm1lc2h3b3JrLnRlc3RpbmcudjEuVXBkYXRlQm9va1JlcXVlc3QaGS5tZXNod29yay50ZXN0aW5nLnYxLkJvb2siV4LT5JMCUToEYm9va1omOgEqGiEvdjEve2Jvb2submFtZT1zaGVsdmVzLyovYm9va3MvKn0yIS92MS97Ym9vay5uYW1lPXNoZWx2ZXMvKi9ib29rcy8qfRJ3CgpEZWxldGVCb29rEiYubWVzaHdvcmsudGVzdGluZy52MS5EZWxldGVCb29rUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSIpyPMYzAGC0+STAh4qHC92MS97bmFtZT1zaGVsdmVzLyovYm9va3MvKn0SggEKC0FyY2hpdmVCb29rEicubWVzaHdvcmsudGVzdGluZy52MS5BcmNoaXZlQm9va1JlcXVlc3QaGS5tZXNod29yay50ZXN0aW5nLnYxLkJvb2siL4LT5JMCKToBKiIkL3YxL3tuYW1lPXNoZWx2ZXMvKi9ib29rcy8qfTphcmNoaXZlEn4KC1NlYXJjaEJvb2tzEicubWVzaHdvcmsudGVzdGluZy52MS5TZWFyY2hCb29rc1JlcXVlc3QaJi5tZXNod29yay50ZXN0aW5nLnYxLkxpc3RCb29rc1Jlc3BvbnNlIh6C0+STAhg6ASpCEwoGU0VBUkNIEgkvdjEvYm9va3MSZgoHR2V0RmlsZRIjLm1lc2h3b3JrLnRlc3RpbmcudjEuR2V0RmlsZVJlcXVlc3QaGS5tZXNod29yay50ZXN0aW5nLnYxLkZpbGUiG4LT5JMCFRITL3YxL3tuYW1lPWZpbGVzLyoqfRKKAQoNR2V0Qm9va0F1dGhvchIpLm1lc2h3b3JrLnRlc3RpbmcudjEuR2V0Qm9va0F1dGhvclJlcXVlc3QaGS5tZXNod29yay50ZXN0aW5nLnYxLkJvb2siM4LT5JMCLWIGYXV0aG9yEiMvdjEve25hbWU9c2hlbHZlcy8qL2Jvb2tzLyp9L2F1dGhvchJ9CgpXYXRjaFNoZWxmEiYubWVzaHdvcmsudGVzdGluZy52MS5XYXRjaFNoZWxmUmVxdWVzdBofLm1lc2h3b3JrLnRlc3RpbmcudjEuU2hlbGZFdmVudCIkgtPkkwIeEhwvdjEvc2hlbHZlcy97c2hlbGZfaWR9OndhdGNoMAEaDcrzGAkIARABGKYDIAEy1wQKEEludmVudG9yeVNlcnZpY2USaAoHR2V0SXRlbRIjLm1lc2h3b3JrLnRlc3RpbmcudjEuR2V0SXRlbVJlcXVlc3QaGS5tZXNod29yay50ZXN0aW5nLnYxLkl0ZW0iHYLT5JMCFxIVL2ludmVudG9yeS9pdGVtcy97aWR9EnQKCUxpc3RJdGVtcxIlLm1lc2h3b3JrLnRlc3RpbmcudjEuTGlzdEl0ZW1zUmVxdWVzdBomLm1lc2h3b3JrLnRlc3RpbmcudjEuTGlzdEl0ZW1zUmVzcG9uc2UiGILT5JMCEhIQL2ludmVudG9yeS9pdGVtcxJxCgpDcmVhdGVJdGVtEiYubWVzaHdvcmsudGVzdGluZy52MS5DcmVhdGVJdGVtUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuSXRlbSIgyPMYyQGC0+STAhU6ASoiEC9pbnZlbnRvcnkvaXRlbXMScAoKRGVsZXRlSXRlbRImLm1lc2h3b3JrLnRlc3RpbmcudjEuRGVsZXRlSXRlbVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiIsjzGMwBgtPkkwIXKhUvaW52ZW50b3J5L2l0ZW1zL3tpZH0SdAoLU3RyZWFtSXRlbXMSJy5tZXNod29yay50ZXN0aW5nLnYxLlN0cmVhbUl0ZW1zUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuSXRlbSIfgtPkkwIZEhcvaW52ZW50b3J5L2l0ZW1zOnN0cmVhbTABGgjK8xgECAIQAmIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_protobuf_wrappers, file_meshwork_api_v1_options]);
+  fileDesc("CiVtZXNod29yay90ZXN0aW5nL3YxL3RyYW5zY29kaW5nLnByb3RvEhNtZXNod29yay50ZXN0aW5nLnYxIjwKBkF1dGhvchIUCgxkaXNwbGF5X25hbWUYASABKAkSEgoFZW1haWwYAiABKAlIAIgBAUIICgZfZW1haWwi3AMKBEJvb2sSDAoEbmFtZRgBIAEoCRINCgV0aXRsZRgCIAEoCRIVCghzdWJ0aXRsZRgDIAEoCUgAiAEBEikKBWdlbnJlGAQgASgOMhoubWVzaHdvcmsudGVzdGluZy52MS5HZW5yZRIMCgR0YWdzGAUgAygJEjAKDHB1Ymxpc2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoGYXV0aG9yGAcgASgLMhsubWVzaHdvcmsudGVzdGluZy52MS5BdXRob3ISMQoMY29udHJpYnV0b3JzGAggAygLMhsubWVzaHdvcmsudGVzdGluZy52MS5BdXRob3ISFwoKcGFnZV9jb3VudBgJIAEoBUgBiAEBEgwKBGlzYm4YCiABKAMSNQoGbGFiZWxzGAsgAygLMiUubWVzaHdvcmsudGVzdGluZy52MS5Cb29rLkxhYmVsc0VudHJ5EiwKB2VkaXRpb24YDCABKAsyGy5nb29nbGUucHJvdG9idWYuSW50MzJWYWx1ZRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCV9zdWJ0aXRsZUINCgtfcGFnZV9jb3VudCIoCgRGaWxlEgwKBG5hbWUYASABKAkSEgoKc2l6ZV9ieXRlcxgCIAEoAyJMCgpTaGVsZkV2ZW50EhAKCHNoZWxmX2lkGAEgASgDEhAKCHNlcXVlbmNlGAIgASgFEhEKBG5vdGUYAyABKAlIAIgBAUIHCgVfbm90ZSIeCg5HZXRCb29rUmVxdWVzdBIMCgRuYW1lGAEgASgJIk8KCkJvb2tGaWx0ZXISFAoMdGl0bGVfcHJlZml4GAEgASgJEisKBmF1dGhvchgCIAEoCzIbLm1lc2h3b3JrLnRlc3RpbmcudjEuQXV0aG9yIpQFChBMaXN0Qm9va3NSZXF1ZXN0EhAKCHNoZWxmX2lkGAEgASgDEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhYKDmluY2x1ZGVfZHJhZnRzGAQgASgIEhIKCm1pbl9yYXRpbmcYBSABKAESKQoFZ2VucmUYBiABKA4yGi5tZXNod29yay50ZXN0aW5nLnYxLkdlbnJlEgwKBHRhZ3MYByADKAkSDQoFeWVhcnMYCCADKAUSLwoGZmlsdGVyGAkgASgLMh8ubWVzaHdvcmsudGVzdGluZy52MS5Cb29rRmlsdGVyEjMKD3B1Ymxpc2hlZF9hZnRlchgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoHbWF4X2FnZRgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIuCgltaW5fcGFnZXMYDCABKAsyGy5nb29nbGUucHJvdG9idWYuSW50MzJWYWx1ZRIsCghpbl9wcmludBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5Cb29sVmFsdWUSDgoGY3Vyc29yGA4gASgMEioKBmdlbnJlcxgPIAMoDjIaLm1lc2h3b3JrLnRlc3RpbmcudjEuR2VucmUSEAoIbWF4X2lzYm4YECABKAQSEQoJbWluX3Njb3JlGBEgASgCEhUKCGxhbmd1YWdlGBIgASgJSACIAQESLwoJcHVibGlzaGVyGBMgASgLMhwuZ29vZ2xlLnByb3RvYnVmLlN0cmluZ1ZhbHVlEi0KCXJlYWRfbWFzaxgUIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2tCCwoJX2xhbmd1YWdlIlYKEUxpc3RCb29rc1Jlc3BvbnNlEigKBWJvb2tzGAEgAygLMhkubWVzaHdvcmsudGVzdGluZy52MS5Cb29rEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJiChFDcmVhdGVCb29rUmVxdWVzdBIQCghzaGVsZl9pZBgBIAEoAxInCgRib29rGAIgASgLMhkubWVzaHdvcmsudGVzdGluZy52MS5Cb29rEhIKCnJlcXVlc3RfaWQYAyABKAkibQoRVXBkYXRlQm9va1JlcXVlc3QSJwoEYm9vaxgBIAEoCzIZLm1lc2h3b3JrLnRlc3RpbmcudjEuQm9vaxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siIQoRRGVsZXRlQm9va1JlcXVlc3QSDAoEbmFtZRgBIAEoCSIyChJBcmNoaXZlQm9va1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkiTwoSU2VhcmNoQm9va3NSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEioKBmdlbnJlcxgCIAMoDjIaLm1lc2h3b3JrLnRlc3RpbmcudjEuR2VucmUiHgoOR2V0RmlsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSIkChRHZXRCb29rQXV0aG9yUmVxdWVzdBIMCgRuYW1lGAEgASgJIkYKEkV4cG9ydFNoZWxmUmVxdWVzdBIQCghzaGVsZl9pZBgBIAEoAxITCgZmb3JtYXQYAiABKAlIAIgBAUIJCgdfZm9ybWF0IoYBCgtTaGVsZkV4cG9ydBIoCgVib29rcxgBIAMoCzIZLm1lc2h3b3JrLnRlc3RpbmcudjEuQm9vaxINCgVjb3VudBgCIAEoBRIiCgRmaWxlGAMgASgLMhQuZ29vZ2xlLmFwaS5IdHRwQm9keRIRCgRub3RlGAQgASgJSACIAQFCBwoFX25vdGUiIwoTRG93bmxvYWRGaWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIjQKEVdhdGNoU2hlbGZSZXF1ZXN0EhAKCHNoZWxmX2lkGAEgASgDEg0KBWxpbWl0GAIgASgFIrcBCgRJdGVtEgoKAmlkGAEgASgJEhEKBG5vdGUYAiABKAlIAIgBARIQCghxdWFudGl0eRgDIAEoBRIMCgR0YWdzGAQgAygJEjcKCmRpbWVuc2lvbnMYBSABKAsyIy5tZXNod29yay50ZXN0aW5nLnYxLkl0ZW1EaW1lbnNpb25zEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgcKBV9ub3RlIjUKDkl0ZW1EaW1lbnNpb25zEhAKCHdpZHRoX2NtGAEgASgBEhEKCWhlaWdodF9jbRgCIAEoASIcCg5HZXRJdGVtUmVxdWVzdBIKCgJpZBgBIAEoCSI6ChBMaXN0SXRlbXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRITCgtuYW1lX2ZpbHRlchgCIAEoCSJWChFMaXN0SXRlbXNSZXNwb25zZRIoCgVpdGVtcxgBIAMoCzIZLm1lc2h3b3JrLnRlc3RpbmcudjEuSXRlbRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkilAEKEUNyZWF0ZUl0ZW1SZXF1ZXN0EgoKAmlkGAEgASgJEhEKBG5vdGUYAiABKAlIAIgBARIQCghxdWFudGl0eRgDIAEoBRIMCgR0YWdzGAQgAygJEjcKCmRpbWVuc2lvbnMYBSABKAsyIy5tZXNod29yay50ZXN0aW5nLnYxLkl0ZW1EaW1lbnNpb25zQgcKBV9ub3RlIh8KEURlbGV0ZUl0ZW1SZXF1ZXN0EgoKAmlkGAEgASgJIiMKElN0cmVhbUl0ZW1zUmVxdWVzdBINCgVjb3VudBgBIAEoBSIlChJFeHBvcnRJdGVtc1JlcXVlc3QSDwoHYXNfZmlsZRgBIAEoCCJLCgpJdGVtRXhwb3J0EhIKCml0ZW1fY291bnQYASABKAUSKQoLZXhwb3J0X2ZpbGUYAiABKAsyFC5nb29nbGUuYXBpLkh0dHBCb2R5KkQKBUdlbnJlEhUKEUdFTlJFX1VOU1BFQ0lGSUVEEAASEQoNR0VOUkVfRklDVElPThABEhEKDUdFTlJFX0hJU1RPUlkQAjK+DAoOTGlicmFyeVNlcnZpY2USgwEKB0dldEJvb2sSIy5tZXNod29yay50ZXN0aW5nLnYxLkdldEJvb2tSZXF1ZXN0GhkubWVzaHdvcmsudGVzdGluZy52MS5Cb29rIjiC0+STAjJaEhIQL3YxL2Jvb2tzL3tuYW1lfRIcL3YxL3tuYW1lPXNoZWx2ZXMvKi9ib29rcy8qfRKHAQoJTGlzdEJvb2tzEiUubWVzaHdvcmsudGVzdGluZy52MS5MaXN0Qm9va3NSZXF1ZXN0GiYubWVzaHdvcmsudGVzdGluZy52MS5MaXN0Qm9va3NSZXNwb25zZSIrgtPkkwIlYgVib29rcxIcL3YxL3NoZWx2ZXMve3NoZWxmX2lkfS9ib29rcxKAAQoKQ3JlYXRlQm9vaxImLm1lc2h3b3JrLnRlc3RpbmcudjEuQ3JlYXRlQm9va1JlcXVlc3QaGS5tZXNod29yay50ZXN0aW5nLnYxLkJvb2siL8jzGMkBgtPkkwIkOgRib29rIhwvdjEvc2hlbHZlcy97c2hlbGZfaWR9L2Jvb2tzEqgBCgpVcGRhdGVCb29rEiYubWVzaHdvcmsudGVzdGluZy52MS5VcGRhdGVCb29rUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuQm9vayJXgtPkkwJROgRib29rWiY6ASoaIS92MS97Ym9vay5uYW1lPXNoZWx2ZXMvKi9ib29rcy8qfTIhL3YxL3tib29rLm5hbWU9c2hlbHZlcy8qL2Jvb2tzLyp9EncKCkRlbGV0ZUJvb2sSJi5tZXNod29yay50ZXN0aW5nLnYxLkRlbGV0ZUJvb2tSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IinI8xjMAYLT5JMCHiocL3YxL3tuYW1lPXNoZWx2ZXMvKi9ib29rcy8qfRKCAQoLQXJjaGl2ZUJvb2sSJy5tZXNod29yay50ZXN0aW5nLnYxLkFyY2hpdmVCb29rUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuQm9vayIvgtPkkwIpOgEqIiQvdjEve25hbWU9c2hlbHZlcy8qL2Jvb2tzLyp9OmFyY2hpdmUSfgoLU2VhcmNoQm9va3MSJy5tZXNod29yay50ZXN0aW5nLnYxLlNlYXJjaEJvb2tzUmVxdWVzdBomLm1lc2h3b3JrLnRlc3RpbmcudjEuTGlzdEJvb2tzUmVzcG9uc2UiHoLT5JMCGDoBKkITCgZTRUFSQ0gSCS92MS9ib29rcxJmCgdHZXRGaWxlEiMubWVzaHdvcmsudGVzdGluZy52MS5HZXRGaWxlUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuRmlsZSIbgtPkkwIVEhMvdjEve25hbWU9ZmlsZXMvKip9EooBCg1HZXRCb29rQXV0aG9yEikubWVzaHdvcmsudGVzdGluZy52MS5HZXRCb29rQXV0aG9yUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuQm9vayIzgtPkkwItYgZhdXRob3ISIy92MS97bmFtZT1zaGVsdmVzLyovYm9va3MvKn0vYXV0aG9yEn8KC0V4cG9ydFNoZWxmEicubWVzaHdvcmsudGVzdGluZy52MS5FeHBvcnRTaGVsZlJlcXVlc3QaIC5tZXNod29yay50ZXN0aW5nLnYxLlNoZWxmRXhwb3J0IiWC0+STAh8SHS92MS9zaGVsdmVzL3tzaGVsZl9pZH06ZXhwb3J0EmwKDERvd25sb2FkRmlsZRIoLm1lc2h3b3JrLnRlc3RpbmcudjEuRG93bmxvYWRGaWxlUmVxdWVzdBoULmdvb2dsZS5hcGkuSHR0cEJvZHkiHILT5JMCFhIUL3YxL2Rvd25sb2Fkcy97bmFtZX0SfQoKV2F0Y2hTaGVsZhImLm1lc2h3b3JrLnRlc3RpbmcudjEuV2F0Y2hTaGVsZlJlcXVlc3QaHy5tZXNod29yay50ZXN0aW5nLnYxLlNoZWxmRXZlbnQiJILT5JMCHhIcL3YxL3NoZWx2ZXMve3NoZWxmX2lkfTp3YXRjaDABGg3K8xgJCAEQARimAyABMtQFChBJbnZlbnRvcnlTZXJ2aWNlEmgKB0dldEl0ZW0SIy5tZXNod29yay50ZXN0aW5nLnYxLkdldEl0ZW1SZXF1ZXN0GhkubWVzaHdvcmsudGVzdGluZy52MS5JdGVtIh2C0+STAhcSFS9pbnZlbnRvcnkvaXRlbXMve2lkfRJ0CglMaXN0SXRlbXMSJS5tZXNod29yay50ZXN0aW5nLnYxLkxpc3RJdGVtc1JlcXVlc3QaJi5tZXNod29yay50ZXN0aW5nLnYxLkxpc3RJdGVtc1Jlc3BvbnNlIhiC0+STAhISEC9pbnZlbnRvcnkvaXRlbXMScQoKQ3JlYXRlSXRlbRImLm1lc2h3b3JrLnRlc3RpbmcudjEuQ3JlYXRlSXRlbVJlcXVlc3QaGS5tZXNod29yay50ZXN0aW5nLnYxLkl0ZW0iIMjzGMkBgtPkkwIVOgEqIhAvaW52ZW50b3J5L2l0ZW1zEnAKCkRlbGV0ZUl0ZW0SJi5tZXNod29yay50ZXN0aW5nLnYxLkRlbGV0ZUl0ZW1SZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IiLI8xjMAYLT5JMCFyoVL2ludmVudG9yeS9pdGVtcy97aWR9EnsKC0V4cG9ydEl0ZW1zEicubWVzaHdvcmsudGVzdGluZy52MS5FeHBvcnRJdGVtc1JlcXVlc3QaHy5tZXNod29yay50ZXN0aW5nLnYxLkl0ZW1FeHBvcnQiIsjzGMkBgtPkkwIXOgEqIhIvaW52ZW50b3J5L2V4cG9ydHMSdAoLU3RyZWFtSXRlbXMSJy5tZXNod29yay50ZXN0aW5nLnYxLlN0cmVhbUl0ZW1zUmVxdWVzdBoZLm1lc2h3b3JrLnRlc3RpbmcudjEuSXRlbSIfgtPkkwIZEhcvaW52ZW50b3J5L2l0ZW1zOnN0cmVhbTABGgjK8xgECAIQAmIGcHJvdG8z", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_protobuf_wrappers, file_meshwork_api_v1_options]);
 
 /**
  * @generated from message meshwork.testing.v1.Author
@@ -482,6 +484,79 @@ export const GetBookAuthorRequestSchema: GenMessage<GetBookAuthorRequest> = /*@_
   messageDesc(file_meshwork_testing_v1_transcoding, 14);
 
 /**
+ * @generated from message meshwork.testing.v1.ExportShelfRequest
+ */
+export type ExportShelfRequest = Message<"meshwork.testing.v1.ExportShelfRequest"> & {
+  /**
+   * @generated from field: int64 shelf_id = 1;
+   */
+  shelfId: bigint;
+
+  /**
+   * @generated from field: optional string format = 2;
+   */
+  format?: string | undefined;
+};
+
+/**
+ * Describes the message meshwork.testing.v1.ExportShelfRequest.
+ * Use `create(ExportShelfRequestSchema)` to create a new message.
+ */
+export const ExportShelfRequestSchema: GenMessage<ExportShelfRequest> = /*@__PURE__*/
+  messageDesc(file_meshwork_testing_v1_transcoding, 15);
+
+/**
+ * @generated from message meshwork.testing.v1.ShelfExport
+ */
+export type ShelfExport = Message<"meshwork.testing.v1.ShelfExport"> & {
+  /**
+   * @generated from field: repeated meshwork.testing.v1.Book books = 1;
+   */
+  books: Book[];
+
+  /**
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+
+  /**
+   * Set for a file format; never part of a JSON answer.
+   *
+   * @generated from field: google.api.HttpBody file = 3;
+   */
+  file?: HttpBody | undefined;
+
+  /**
+   * @generated from field: optional string note = 4;
+   */
+  note?: string | undefined;
+};
+
+/**
+ * Describes the message meshwork.testing.v1.ShelfExport.
+ * Use `create(ShelfExportSchema)` to create a new message.
+ */
+export const ShelfExportSchema: GenMessage<ShelfExport> = /*@__PURE__*/
+  messageDesc(file_meshwork_testing_v1_transcoding, 16);
+
+/**
+ * @generated from message meshwork.testing.v1.DownloadFileRequest
+ */
+export type DownloadFileRequest = Message<"meshwork.testing.v1.DownloadFileRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message meshwork.testing.v1.DownloadFileRequest.
+ * Use `create(DownloadFileRequestSchema)` to create a new message.
+ */
+export const DownloadFileRequestSchema: GenMessage<DownloadFileRequest> = /*@__PURE__*/
+  messageDesc(file_meshwork_testing_v1_transcoding, 17);
+
+/**
  * @generated from message meshwork.testing.v1.WatchShelfRequest
  */
 export type WatchShelfRequest = Message<"meshwork.testing.v1.WatchShelfRequest"> & {
@@ -501,7 +576,7 @@ export type WatchShelfRequest = Message<"meshwork.testing.v1.WatchShelfRequest">
  * Use `create(WatchShelfRequestSchema)` to create a new message.
  */
 export const WatchShelfRequestSchema: GenMessage<WatchShelfRequest> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 15);
+  messageDesc(file_meshwork_testing_v1_transcoding, 18);
 
 /**
  * @generated from message meshwork.testing.v1.Item
@@ -543,7 +618,7 @@ export type Item = Message<"meshwork.testing.v1.Item"> & {
  * Use `create(ItemSchema)` to create a new message.
  */
 export const ItemSchema: GenMessage<Item> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 16);
+  messageDesc(file_meshwork_testing_v1_transcoding, 19);
 
 /**
  * @generated from message meshwork.testing.v1.ItemDimensions
@@ -565,7 +640,7 @@ export type ItemDimensions = Message<"meshwork.testing.v1.ItemDimensions"> & {
  * Use `create(ItemDimensionsSchema)` to create a new message.
  */
 export const ItemDimensionsSchema: GenMessage<ItemDimensions> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 17);
+  messageDesc(file_meshwork_testing_v1_transcoding, 20);
 
 /**
  * @generated from message meshwork.testing.v1.GetItemRequest
@@ -582,7 +657,7 @@ export type GetItemRequest = Message<"meshwork.testing.v1.GetItemRequest"> & {
  * Use `create(GetItemRequestSchema)` to create a new message.
  */
 export const GetItemRequestSchema: GenMessage<GetItemRequest> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 18);
+  messageDesc(file_meshwork_testing_v1_transcoding, 21);
 
 /**
  * @generated from message meshwork.testing.v1.ListItemsRequest
@@ -604,7 +679,7 @@ export type ListItemsRequest = Message<"meshwork.testing.v1.ListItemsRequest"> &
  * Use `create(ListItemsRequestSchema)` to create a new message.
  */
 export const ListItemsRequestSchema: GenMessage<ListItemsRequest> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 19);
+  messageDesc(file_meshwork_testing_v1_transcoding, 22);
 
 /**
  * @generated from message meshwork.testing.v1.ListItemsResponse
@@ -626,7 +701,7 @@ export type ListItemsResponse = Message<"meshwork.testing.v1.ListItemsResponse">
  * Use `create(ListItemsResponseSchema)` to create a new message.
  */
 export const ListItemsResponseSchema: GenMessage<ListItemsResponse> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 20);
+  messageDesc(file_meshwork_testing_v1_transcoding, 23);
 
 /**
  * @generated from message meshwork.testing.v1.CreateItemRequest
@@ -663,7 +738,7 @@ export type CreateItemRequest = Message<"meshwork.testing.v1.CreateItemRequest">
  * Use `create(CreateItemRequestSchema)` to create a new message.
  */
 export const CreateItemRequestSchema: GenMessage<CreateItemRequest> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 21);
+  messageDesc(file_meshwork_testing_v1_transcoding, 24);
 
 /**
  * @generated from message meshwork.testing.v1.DeleteItemRequest
@@ -680,7 +755,7 @@ export type DeleteItemRequest = Message<"meshwork.testing.v1.DeleteItemRequest">
  * Use `create(DeleteItemRequestSchema)` to create a new message.
  */
 export const DeleteItemRequestSchema: GenMessage<DeleteItemRequest> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 22);
+  messageDesc(file_meshwork_testing_v1_transcoding, 25);
 
 /**
  * @generated from message meshwork.testing.v1.StreamItemsRequest
@@ -697,7 +772,46 @@ export type StreamItemsRequest = Message<"meshwork.testing.v1.StreamItemsRequest
  * Use `create(StreamItemsRequestSchema)` to create a new message.
  */
 export const StreamItemsRequestSchema: GenMessage<StreamItemsRequest> = /*@__PURE__*/
-  messageDesc(file_meshwork_testing_v1_transcoding, 23);
+  messageDesc(file_meshwork_testing_v1_transcoding, 26);
+
+/**
+ * @generated from message meshwork.testing.v1.ExportItemsRequest
+ */
+export type ExportItemsRequest = Message<"meshwork.testing.v1.ExportItemsRequest"> & {
+  /**
+   * @generated from field: bool as_file = 1;
+   */
+  asFile: boolean;
+};
+
+/**
+ * Describes the message meshwork.testing.v1.ExportItemsRequest.
+ * Use `create(ExportItemsRequestSchema)` to create a new message.
+ */
+export const ExportItemsRequestSchema: GenMessage<ExportItemsRequest> = /*@__PURE__*/
+  messageDesc(file_meshwork_testing_v1_transcoding, 27);
+
+/**
+ * @generated from message meshwork.testing.v1.ItemExport
+ */
+export type ItemExport = Message<"meshwork.testing.v1.ItemExport"> & {
+  /**
+   * @generated from field: int32 item_count = 1;
+   */
+  itemCount: number;
+
+  /**
+   * @generated from field: google.api.HttpBody export_file = 2;
+   */
+  exportFile?: HttpBody | undefined;
+};
+
+/**
+ * Describes the message meshwork.testing.v1.ItemExport.
+ * Use `create(ItemExportSchema)` to create a new message.
+ */
+export const ItemExportSchema: GenMessage<ItemExport> = /*@__PURE__*/
+  messageDesc(file_meshwork_testing_v1_transcoding, 28);
 
 /**
  * @generated from enum meshwork.testing.v1.Genre
@@ -820,6 +934,26 @@ export const LibraryService: GenService<{
     output: typeof BookSchema;
   },
   /**
+   * A JSON page that may carry a file instead: REST answers the HttpBody raw when it is set.
+   *
+   * @generated from rpc meshwork.testing.v1.LibraryService.ExportShelf
+   */
+  exportShelf: {
+    methodKind: "unary";
+    input: typeof ExportShelfRequestSchema;
+    output: typeof ShelfExportSchema;
+  },
+  /**
+   * The response is the HttpBody itself, the standard transcoding rule for raw answers.
+   *
+   * @generated from rpc meshwork.testing.v1.LibraryService.DownloadFile
+   */
+  downloadFile: {
+    methodKind: "unary";
+    input: typeof DownloadFileRequestSchema;
+    output: typeof HttpBodySchema;
+  },
+  /**
    * Server streaming, framed as NDJSON.
    *
    * @generated from rpc meshwork.testing.v1.LibraryService.WatchShelf
@@ -869,6 +1003,16 @@ export const InventoryService: GenService<{
     methodKind: "unary";
     input: typeof DeleteItemRequestSchema;
     output: typeof EmptySchema;
+  },
+  /**
+   * A created export: 201 with the raw file when one is set.
+   *
+   * @generated from rpc meshwork.testing.v1.InventoryService.ExportItems
+   */
+  exportItems: {
+    methodKind: "unary";
+    input: typeof ExportItemsRequestSchema;
+    output: typeof ItemExportSchema;
   },
   /**
    * @generated from rpc meshwork.testing.v1.InventoryService.StreamItems
