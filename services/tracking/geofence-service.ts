@@ -1,8 +1,86 @@
-// tracking.v1.GeofenceService handlers. Owner: resources. Not implemented yet: every method answers Unimplemented (501).
+// tracking.v1.GeofenceService handlers: check the body, change the fence and record its event in
+// one transaction, then tell this instance's geofence index (other instances hear the event).
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { GeofenceService } from "../../gen/tracking/v1/geofence_pb.js";
+import type { EntityManager } from "@mikro-orm/core";
+import { randomUUID } from "node:crypto";
+import { GeofenceCreatedSchema, GeofenceDeletedSchema, GeofenceUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
+import type { GeofenceInput, GeofenceService } from "../../gen/tracking/v1/geofence_pb.js";
+import { invalidArgument, notFound, requireUuid, unprocessable } from "../runtime/errors/index.js";
 import type { TrackingDeps } from "./deps.js";
+import { checkGeofenceInput } from "./domain/geofence-rule.js";
+import { recordTrackingEvent } from "./events/record-tracking-event.js";
+import { subjects } from "./events/subjects.js";
+import { toGeofence } from "./mappers/to-message.js";
+import { GeofenceEntity, GeofenceStateEntity, type GeofenceRow } from "./store/geofence-entity.js";
 
-export function geofenceService(_deps: TrackingDeps): Partial<ServiceImpl<typeof GeofenceService>> {
-  return {};
+export function geofenceService(deps: TrackingDeps): ServiceImpl<typeof GeofenceService> {
+  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
+  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    const result = await deps.db.em().transactional(work);
+    deps.outbox.notify();
+    return result;
+  }
+
+  return {
+    async listGeofences() {
+      const rows = await deps.db.em().find(GeofenceEntity, {}, { orderBy: { createdAt: "desc", id: "desc" } });
+      return { items: rows.map(toGeofence) };
+    },
+
+    async createGeofence(req) {
+      const fields = checkedFields(req.geofence);
+      const now = new Date();
+      const row: GeofenceRow = { id: randomUUID(), ...fields, isSeeded: false, createdAt: now, updatedAt: now };
+      await change(async (em) => {
+        em.create(GeofenceEntity, row);
+        recordTrackingEvent(em, subjects.geofenceCreated, GeofenceCreatedSchema, { geofence: toGeofence(row) });
+      });
+      deps.engine.applyGeofence(row);
+      return toGeofence(row);
+    },
+
+    async updateGeofence(req) {
+      const id = requireUuid("id", req.id);
+      const fields = checkedFields(req.geofence);
+      const row = await change(async (em) => {
+        const found = await load(em, id);
+        if (found.isActive && !fields.isActive) {
+          // Deactivated fences are not evaluated; forgetting who was inside means a reactivated
+          // fence starts clean instead of raising Exits for devices that left while it was off.
+          await em.nativeDelete(GeofenceStateEntity, { geofenceId: id });
+        }
+        em.assign(found, { ...fields, updatedAt: new Date() });
+        recordTrackingEvent(em, subjects.geofenceUpdated, GeofenceUpdatedSchema, { geofence: toGeofence(found) });
+        return found;
+      });
+      deps.engine.applyGeofence(row);
+      return toGeofence(row);
+    },
+
+    async deleteGeofence(req) {
+      const id = requireUuid("id", req.id);
+      await change(async (em) => {
+        const found = await load(em, id);
+        recordTrackingEvent(em, subjects.geofenceDeleted, GeofenceDeletedSchema, { geofence: toGeofence(found) });
+        // Its states go with it (foreign key cascade); its breaches stay, as history.
+        em.remove(found);
+      });
+      deps.engine.removeGeofence(id);
+      return { id, deleted: true };
+    },
+  };
+}
+
+function checkedFields(input: GeofenceInput | undefined) {
+  if (!input) throw invalidArgument([{ field: "geofence", description: "is required" }], "request body is required");
+  const { fields, malformed, semantic } = checkGeofenceInput(input);
+  if (malformed.length) throw invalidArgument(malformed);
+  if (semantic.length || !fields) throw unprocessable(semantic);
+  return fields;
+}
+
+async function load(em: EntityManager, id: string): Promise<GeofenceRow> {
+  const row = await em.findOne(GeofenceEntity, { id });
+  if (!row) throw notFound(`geofence ${id} not found`);
+  return row;
 }

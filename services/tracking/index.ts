@@ -22,6 +22,7 @@ import { GeofenceEntity, GeofenceStateEntity } from "./store/geofence-entity.js"
 import { IntegrationFeedEntity } from "./store/integration-feed-entity.js";
 import { TrackingAssets0001 } from "./store/migrations/0001-assets.js";
 import { TrackingCore0002 } from "./store/migrations/0002-tracking-core.js";
+import { TrackingGeofenceStateByFence0003 } from "./store/migrations/0003-geofence-state-by-fence.js";
 import { ObservationEntity } from "./store/observation-entity.js";
 import { systemService } from "./system-service.js";
 
@@ -53,6 +54,7 @@ export const trackingModule: ServiceModule = {
     migrations: [
       { name: "tracking-0001-assets", class: TrackingAssets0001 },
       { name: "tracking-0002-core", class: TrackingCore0002 },
+      { name: "tracking-0003-geofence-state-by-fence", class: TrackingGeofenceStateByFence0003 },
     ],
   },
   streams: [trackingStream],

@@ -1,8 +1,134 @@
-// ObservationService: recording and reading observations, bulk paths. Owner: engine. Not implemented yet: every method answers Unimplemented (501).
+// ObservationService: recording (create, ingest, the gRPC bulk paths) and reading (recent page,
+// a device's latest, one latest position per device). Recording rules live in the engine.
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { ObservationService } from "../../gen/tracking/v1/observation_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type {
+  BatchIngestObservationsResponseSchema,
+  ObservationInput,
+  ObservationService,
+} from "../../gen/tracking/v1/observation_pb.js";
+import { invalidArgument, notFound, requireUuid } from "../runtime/errors/index.js";
+import { resolvePage } from "../runtime/validation/index.js";
 import type { TrackingDeps } from "./deps.js";
+import type { ObservationSource } from "./domain/observation-types.js";
+import type { BatchRecordResult } from "./engine/types.js";
+import { chunkSize } from "./engine/recorder.js";
+import { queryOn, toDate } from "./engine/sql.js";
+import { toObservation } from "./mappers/to-message.js";
+import { ObservationEntity } from "./store/observation-entity.js";
 
-export function observationCore(_deps: TrackingDeps): Partial<ServiceImpl<typeof ObservationService>> {
-  return {};
+export function observationCore(deps: TrackingDeps): Partial<ServiceImpl<typeof ObservationService>> {
+  async function record(input: ObservationInput | undefined, source: ObservationSource, resolveIdentifier: boolean) {
+    if (!input) throw invalidArgument([{ field: "observation", description: "is required" }], "request body is required");
+    const { observation } = await deps.engine.record(input, { source, resolveIdentifier });
+    return toObservation(observation);
+  }
+
+  return {
+    async listObservations(req) {
+      const { page, pageSize, offset } = resolvePage({ page: req.page, pageSize: req.pageSize });
+      const em = deps.db.em();
+      const rows = await em.find(ObservationEntity, {}, { orderBy: { observedAt: "desc", id: "desc" }, limit: pageSize, offset });
+      const total = await em.count(ObservationEntity, {});
+      return { items: rows.map(toObservation), totalCount: BigInt(total), page, pageSize };
+    },
+
+    createObservation: (req) => record(req.observation, "api", false),
+
+    ingestObservation: (req) => record(req.observation, "ingest", true),
+
+    async getLatestObservation(req) {
+      const deviceId = requireUuid("device_id", req.deviceId);
+      const row = await deps.db.em().findOne(ObservationEntity, { deviceId }, { orderBy: { observedAt: "desc", id: "desc" } });
+      if (!row) throw notFound(`device ${deviceId} has no observations`);
+      return toObservation(row);
+    },
+
+    async listLatestPositions() {
+      // One index probe per device (the unique (device_id, observed_at desc) index), rather than
+      // sorting every observation to find each device's newest.
+      const rows = await queryOn(deps.db.em())<LatestRow>(
+        `select d.id as device_id, d.identifier, d.label, d.asset_id, a.name as asset_name,
+                o.id as observation_id, o.observed_at, o.latitude, o.longitude, o.speed_kmh, o.heading_degrees
+           from tracking_device d
+           left join tracking_asset a on a.id = d.asset_id
+           join lateral (
+             select id, observed_at, latitude, longitude, speed_kmh, heading_degrees
+               from tracking_observation
+              where device_id = d.id
+              order by observed_at desc
+              limit 1
+           ) o on true
+          order by o.observed_at desc, d.id desc`,
+      );
+      return {
+        items: rows.map((r) => ({
+          deviceId: r.device_id,
+          deviceIdentifier: r.identifier ?? undefined,
+          deviceLabel: r.label ?? undefined,
+          assetId: r.asset_id ?? undefined,
+          assetName: r.asset_name ?? undefined,
+          observationId: r.observation_id,
+          observedAt: timestampFromDate(toDate(r.observed_at)),
+          latitude: r.latitude,
+          longitude: r.longitude,
+          speedKmh: r.speed_kmh ?? undefined,
+          headingDegrees: r.heading_degrees ?? undefined,
+        })),
+      };
+    },
+
+    async batchIngestObservations(req) {
+      return toResponse(await deps.engine.recordBatch(req.observations, { source: "bulk", resolveIdentifier: true }));
+    },
+
+    async streamIngestObservations(requests) {
+      // Recorded in chunks as they arrive, so memory stays flat however long the stream runs.
+      const total: BatchRecordResult = { accepted: 0, duplicates: 0, rejected: [], speedAlertsRaised: 0, breachesDetected: 0 };
+      let buffer: ObservationInput[] = [];
+      let seen = 0;
+      const flush = async () => {
+        if (!buffer.length) return;
+        const part = await deps.engine.recordBatch(buffer, { source: "bulk", resolveIdentifier: true, indexOffset: seen - buffer.length });
+        buffer = [];
+        total.accepted += part.accepted;
+        total.duplicates += part.duplicates;
+        total.rejected.push(...part.rejected);
+        total.speedAlertsRaised += part.speedAlertsRaised;
+        total.breachesDetected += part.breachesDetected;
+      };
+      for await (const item of requests) {
+        buffer.push(item);
+        seen++;
+        if (buffer.length >= chunkSize) await flush();
+      }
+      await flush();
+      return toResponse(total);
+    },
+  };
+}
+
+interface LatestRow {
+  device_id: string;
+  identifier: string | null;
+  label: string | null;
+  asset_id: string | null;
+  asset_name: string | null;
+  observation_id: string;
+  observed_at: unknown;
+  latitude: number;
+  longitude: number;
+  speed_kmh: number | null;
+  heading_degrees: number | null;
+}
+
+function toResponse(result: BatchRecordResult): MessageInitShape<typeof BatchIngestObservationsResponseSchema> {
+  return {
+    accepted: result.accepted,
+    duplicates: result.duplicates,
+    rejected: result.rejected.map((r) => ({ index: r.index, field: r.field, description: r.description })),
+    speedAlertsRaised: result.speedAlertsRaised,
+    breachesDetected: result.breachesDetected,
+  };
 }

@@ -17,6 +17,23 @@ export interface ObservationInputLike {
   deviceIdentifier?: string;
 }
 
+/** How an observation names its device: by id, or (ingest paths) by identifier. */
+export type DeviceReference = { kind: "id"; id: string } | { kind: "identifier"; identifier: string };
+
+/** An observation that passed every rule that needs no stored data. */
+export interface CheckedObservation {
+  device: DeviceReference;
+  /** Millisecond precision: what a JS Date keeps, so dedupe and ordering agree everywhere. */
+  observedAt: Date;
+  latitude: number;
+  longitude: number;
+  altitude: number | null;
+  accuracyMeters: number | null;
+  speedKmh: number | null;
+  headingDegrees: number | null;
+  metadata: string | null;
+}
+
 export interface AlertFindings {
   speedAlerts: SpeedAlertRow[];
   breaches: BreachRow[];

@@ -16,12 +16,38 @@ export interface RecordResult extends AlertFindings {
   duplicate: boolean;
 }
 
+export interface BatchRecordOptions extends RecordOptions {
+  /** Added to every reported index, for a stream recorded in several batches. Default 0. */
+  indexOffset?: number;
+}
+
+/** One refused item of a batch; an item with several problems appears once per problem. */
+export interface BatchRejection {
+  index: number;
+  /** Proto path within the item, e.g. `latitude` or `device_id`. */
+  field: string;
+  description: string;
+}
+
+export interface BatchRecordResult {
+  accepted: number;
+  duplicates: number;
+  rejected: BatchRejection[];
+  speedAlertsRaised: number;
+  breachesDetected: number;
+}
+
 export interface TrackingEngine {
   /**
    * Records one observation: checks it (InvalidArgument / FailedPrecondition / NotFound naming
    * the field), dedupes, raises speed alerts and breaches, writes events through the outbox.
    */
   record(input: ObservationInputLike, options: RecordOptions): Promise<RecordResult>;
+  /**
+   * Records many observations with the same rules, as if ingested one by one in order, but in
+   * chunked transactions with multi-row writes. Refusals are reported by index, never thrown.
+   */
+  recordBatch(inputs: readonly ObservationInputLike[], options: BatchRecordOptions): Promise<BatchRecordResult>;
   /** Call after committing a created or changed geofence, so this instance sees it at once. */
   applyGeofence(row: GeofenceRow): void;
   /** Call after committing a geofence deletion. */

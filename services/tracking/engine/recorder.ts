@@ -1,0 +1,115 @@
+// Recording observations: the pure checks, then chunked transactions (see record-chunk.ts), with
+// a retry when PostgreSQL reports a transient conflict. Single records throw ConnectErrors that
+// name the field; batches report refusals by index.
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { BadRequestSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { invalidArgument, unprocessable } from "../../runtime/errors/index.js";
+import type { TrackingDeps } from "../deps.js";
+import { checkObservation } from "../domain/observation-rules.js";
+import type { DeviceReference, ObservationInputLike } from "../domain/observation-types.js";
+import type { FenceIndex } from "./fence-index.js";
+import { recordChunk, type ChunkContext, type ChunkItem, type ChunkOutcome } from "./record-chunk.js";
+import type { BatchRecordOptions, BatchRecordResult, BatchRejection, RecordOptions, RecordResult } from "./types.js";
+
+/** Items per transaction: large enough to amortise round trips, small enough to keep locks short. */
+export const chunkSize = 500;
+const maxAttempts = 3;
+// Deadlock, serialization failure, and a foreign key that vanished under us (a fence or device
+// deleted by another instance mid-chunk): running the chunk again sees the new state.
+const transientCodes = new Set(["40P01", "40001", "23503"]);
+
+export interface Recorder {
+  record(input: ObservationInputLike, options: RecordOptions): Promise<RecordResult>;
+  recordBatch(inputs: readonly ObservationInputLike[], options: BatchRecordOptions): Promise<BatchRecordResult>;
+}
+
+export function createRecorder(deps: Omit<TrackingDeps, "engine">, index: FenceIndex): Recorder {
+  const context = (options: RecordOptions, loadDuplicates: boolean): ChunkContext => ({
+    source: options.source,
+    index,
+    defaultThresholdKmh: deps.config.tracking.defaultSpeedThresholdKmh,
+    cooldownMs: deps.config.tracking.speedAlertCooldownMinutes * 60_000,
+    loadDuplicates,
+  });
+
+  async function run(items: ChunkItem[], ctx: ChunkContext): Promise<Map<number, ChunkOutcome>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const outcomes = await deps.db.em().transactional((tx) => recordChunk(tx, items, ctx));
+        deps.outbox.notify();
+        return outcomes;
+      } catch (err) {
+        if (attempt >= maxAttempts || !transientCodes.has(sqlState(err))) throw err;
+        deps.logger.debug({ err, attempt }, "observation chunk hit a transient conflict; running it again");
+      }
+    }
+  }
+
+  return {
+    async record(input, options) {
+      const check = checkObservation(input, { now: new Date(), resolveIdentifier: options.resolveIdentifier, prefix: "observation." });
+      if (check.malformed.length) throw invalidArgument(check.malformed);
+      if (check.semantic.length || !check.value) throw unprocessable(check.semantic);
+      const outcome = (await run([{ index: 0, observation: check.value }], context(options, true))).get(0)!;
+      switch (outcome.kind) {
+        case "recorded":
+          return { observation: outcome.observation, duplicate: false, speedAlerts: outcome.speedAlerts, breaches: outcome.breaches };
+        case "duplicate":
+          // Found by the unique index but gone by the time it was read back: only a concurrent delete of the device does that.
+          if (!outcome.observation) throw unknownDevice(check.value.device, "observation.");
+          return { observation: outcome.observation, duplicate: true, speedAlerts: [], breaches: [] };
+        case "unknown-device":
+          throw unknownDevice(check.value.device, "observation.");
+      }
+    },
+
+    async recordBatch(inputs, options) {
+      const offset = options.indexOffset ?? 0;
+      const now = new Date();
+      const result: BatchRecordResult = { accepted: 0, duplicates: 0, rejected: [], speedAlertsRaised: 0, breachesDetected: 0 };
+      const valid: ChunkItem[] = [];
+      inputs.forEach((input, i) => {
+        const check = checkObservation(input, { now, resolveIdentifier: options.resolveIdentifier, prefix: "" });
+        if (check.value) valid.push({ index: offset + i, observation: check.value });
+        else for (const v of [...check.malformed, ...check.semantic]) result.rejected.push({ index: offset + i, ...v });
+      });
+      const ctx = context(options, false);
+      // Chunks run one after another: a later chunk may hold newer fixes of the same devices.
+      for (let start = 0; start < valid.length; start += chunkSize) {
+        const chunk = valid.slice(start, start + chunkSize);
+        const outcomes = await run(chunk, ctx);
+        for (const item of chunk) {
+          const outcome = outcomes.get(item.index)!;
+          if (outcome.kind === "recorded") {
+            result.accepted++;
+            result.speedAlertsRaised += outcome.speedAlerts.length;
+            result.breachesDetected += outcome.breaches.length;
+          } else if (outcome.kind === "duplicate") result.duplicates++;
+          else result.rejected.push(unknownDeviceRejection(item));
+        }
+      }
+      result.rejected.sort((a, b) => a.index - b.index);
+      return result;
+    },
+  };
+}
+
+function unknownDevice(ref: DeviceReference, prefix: string): ConnectError {
+  const field = ref.kind === "id" ? `${prefix}device_id` : `${prefix}device_identifier`;
+  const what = ref.kind === "id" ? `device ${ref.id}` : `a device with identifier '${ref.identifier.slice(0, 64)}'`;
+  // NotFound with the field named, so the problem body's `errors` map points at it like a 400 does.
+  const detail = create(BadRequestSchema, { fieldViolations: [{ field, description: "no such device" }] });
+  return new ConnectError(`${what} not found`, Code.NotFound, undefined, [{ desc: BadRequestSchema, value: detail }]);
+}
+
+function unknownDeviceRejection(item: ChunkItem): BatchRejection {
+  const field = item.observation.device.kind === "id" ? "device_id" : "device_identifier";
+  return { index: item.index, field, description: "no such device" };
+}
+
+function sqlState(err: unknown): string {
+  const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown } } | null;
+  const code = e?.code ?? e?.sqlState ?? e?.cause?.code;
+  return typeof code === "string" ? code : "";
+}
