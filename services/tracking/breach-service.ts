@@ -1,8 +1,59 @@
-// tracking.v1.GeofenceBreachService handlers. Owner: resources. Not implemented yet: every method answers Unimplemented (501).
+// tracking.v1.GeofenceBreachService handlers: the filtered list (JSON page or CSV file) and
+// acknowledgement, one or in bulk. Breaches themselves are written by the observation engine.
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GeofenceBreachService } from "../../gen/tracking/v1/breach_pb.js";
+import { GeofenceBreachAcknowledgedSchema } from "../../gen/tracking/v1/events_pb.js";
+import { alertHandlers } from "./alert-handlers.js";
+import { recordTrackingEvent } from "./events/record-tracking-event.js";
+import { subjects } from "./events/subjects.js";
+import { toBreach } from "./mappers/to-message.js";
+import { BreachEntity } from "./store/alert-entities.js";
 import type { TrackingDeps } from "./deps.js";
 
-export function breachService(_deps: TrackingDeps): Partial<ServiceImpl<typeof GeofenceBreachService>> {
-  return {};
+export function breachService(deps: TrackingDeps): ServiceImpl<typeof GeofenceBreachService> {
+  const handlers = alertHandlers(deps, {
+    entity: BreachEntity,
+    noun: "geofence breach",
+    filename: "geofence-breaches.csv",
+    // The columns ListGeofenceBreaches documents for format=csv.
+    csvHeader: [
+      "Id",
+      "DeviceId",
+      "DeviceIdentifier",
+      "AssetId",
+      "GeofenceId",
+      "GeofenceName",
+      "BreachEventType",
+      "Latitude",
+      "Longitude",
+      "OccurredAt",
+      "Acknowledged",
+      "AcknowledgedBy",
+      "AcknowledgedAt",
+    ],
+    csvRow: (row, names) => [
+      row.id,
+      row.deviceId,
+      names.deviceIdentifier,
+      row.assetId,
+      row.geofenceId,
+      names.geofenceName,
+      row.breachEventType,
+      row.latitude,
+      row.longitude,
+      row.occurredAt,
+      row.acknowledged,
+      row.acknowledgedBy,
+      row.acknowledgedAt,
+    ],
+    toMessage: toBreach,
+    recordAcknowledged: (em, breach) => {
+      recordTrackingEvent(em, subjects.breachAcknowledged, GeofenceBreachAcknowledgedSchema, { breach });
+    },
+  });
+  return {
+    listGeofenceBreaches: handlers.list,
+    acknowledgeGeofenceBreach: handlers.acknowledge,
+    bulkAcknowledgeGeofenceBreaches: handlers.bulkAcknowledge,
+  };
 }

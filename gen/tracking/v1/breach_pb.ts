@@ -139,7 +139,8 @@ export type GeofenceBreachPage = Message<"tracking.v1.GeofenceBreachPage"> & {
   pageSize: number;
 
   /**
-   * Set for format csv: REST answers this file instead of the JSON page.
+   * Set for format csv: REST answers this file instead of the JSON page. items is then empty,
+   * total_count counts the rows in the file and page_size equals it.
    *
    * @generated from field: google.api.HttpBody export = 5;
    */
@@ -167,7 +168,8 @@ export type ListAlertsRequest = Message<"tracking.v1.ListAlertsRequest"> & {
   unacknowledged?: boolean | undefined;
 
   /**
-   * At most this many rows in all (default 100); paging applies within them.
+   * At most this many rows in all, newest first (default 100, at least 1); paging applies within
+   * them and total_count counts no further.
    *
    * @generated from field: optional int32 limit = 2;
    */
@@ -181,11 +183,15 @@ export type ListAlertsRequest = Message<"tracking.v1.ListAlertsRequest"> & {
   since?: Timestamp | undefined;
 
   /**
+   * uuid; a malformed one is 400.
+   *
    * @generated from field: optional string device_id = 4;
    */
   deviceId?: string | undefined;
 
   /**
+   * uuid; a malformed one is 400.
+   *
    * @generated from field: optional string asset_id = 5;
    */
   assetId?: string | undefined;
@@ -205,7 +211,7 @@ export type ListAlertsRequest = Message<"tracking.v1.ListAlertsRequest"> & {
   pageSize?: number | undefined;
 
   /**
-   * json (default) or csv.
+   * json (default) or csv, in any case; anything else is 400 naming the allowed values.
    *
    * @generated from field: optional string format = 8;
    */
@@ -229,6 +235,8 @@ export type AcknowledgeRequest = Message<"tracking.v1.AcknowledgeRequest"> & {
   id: string;
 
   /**
+   * Who acknowledged, at most 200 characters; blank counts as null.
+   *
    * @generated from field: optional string acknowledged_by = 2;
    */
   acknowledgedBy?: string | undefined;
@@ -246,7 +254,8 @@ export const AcknowledgeRequestSchema: GenMessage<AcknowledgeRequest> = /*@__PUR
  */
 export type BulkAcknowledgeRequest = Message<"tracking.v1.BulkAcknowledgeRequest"> & {
   /**
-   * Null or empty acknowledges nothing.
+   * Null or empty acknowledges nothing. A malformed uuid is 400 naming ids[i]; unknown ids
+   * and ids already acknowledged are skipped.
    *
    * @generated from field: repeated string ids = 1;
    */
@@ -289,7 +298,12 @@ export const BulkAcknowledgeResponseSchema: GenMessage<BulkAcknowledgeResponse> 
  */
 export const GeofenceBreachService: GenService<{
   /**
-   * Newest first, filtered and paged; format json (default) or csv.
+   * Newest first (occurred_at, then id, descending), filtered and paged; format json (default)
+   * or csv. csv answers every row the filters and limit select, not paged, as the file
+   * geofence-breaches.csv (text/csv, RFC 4180, a header row) with the columns Id, DeviceId,
+   * DeviceIdentifier, AssetId, GeofenceId, GeofenceName, BreachEventType, Latitude, Longitude,
+   * OccurredAt, Acknowledged, AcknowledgedBy, AcknowledgedAt; at most Tracking:ExportMaxRows
+   * rows, and a file cut there carries X-Export-Truncated: true.
    *
    * @generated from rpc tracking.v1.GeofenceBreachService.ListGeofenceBreaches
    */
@@ -299,7 +313,8 @@ export const GeofenceBreachService: GenService<{
     output: typeof GeofenceBreachPageSchema;
   },
   /**
-   * Answers the breach; 404 when missing. Idempotent.
+   * Answers the breach; 404 when missing. Idempotent: a repeat keeps the first acknowledged_by
+   * and acknowledged_at, and only the first publishes tracking.v1.breach.acknowledged.
    *
    * @generated from rpc tracking.v1.GeofenceBreachService.AcknowledgeGeofenceBreach
    */

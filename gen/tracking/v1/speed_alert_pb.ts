@@ -132,7 +132,8 @@ export type SpeedAlertPage = Message<"tracking.v1.SpeedAlertPage"> & {
   pageSize: number;
 
   /**
-   * Set for format csv: REST answers this file instead of the JSON page.
+   * Set for format csv: REST answers this file instead of the JSON page. items is then empty,
+   * total_count counts the rows in the file and page_size equals it.
    *
    * @generated from field: google.api.HttpBody export = 5;
    */
@@ -153,7 +154,12 @@ export const SpeedAlertPageSchema: GenMessage<SpeedAlertPage> = /*@__PURE__*/
  */
 export const SpeedAlertService: GenService<{
   /**
-   * Newest first, filtered and paged; format json (default) or csv.
+   * Newest first (occurred_at, then id, descending), filtered and paged; format json (default)
+   * or csv. csv answers every row the filters and limit select, not paged, as the file
+   * speed-alerts.csv (text/csv, RFC 4180, a header row) with the columns Id, DeviceId,
+   * DeviceIdentifier, AssetId, SpeedKmh, ThresholdKmh, Latitude, Longitude, OccurredAt,
+   * Acknowledged, AcknowledgedBy, AcknowledgedAt; at most Tracking:ExportMaxRows rows, and a
+   * file cut there carries X-Export-Truncated: true.
    *
    * @generated from rpc tracking.v1.SpeedAlertService.ListSpeedAlerts
    */
@@ -163,7 +169,8 @@ export const SpeedAlertService: GenService<{
     output: typeof SpeedAlertPageSchema;
   },
   /**
-   * Answers the alert; 404 when missing. Idempotent.
+   * Answers the alert; 404 when missing. Idempotent: a repeat keeps the first acknowledged_by
+   * and acknowledged_at, and only the first publishes tracking.v1.speed_alert.acknowledged.
    *
    * @generated from rpc tracking.v1.SpeedAlertService.AcknowledgeSpeedAlert
    */
