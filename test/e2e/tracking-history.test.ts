@@ -1,12 +1,11 @@
 // GET /api/observations/history through the running tracking front, with plain fetch: the JSON
 // page, filters, paging, and the csv, geojson and gpx files parsed back by real parsers.
-// Devices are created through POST /api/devices; observations are written straight to the store.
+// Devices and observations are created through POST /api/devices and POST /api/observations.
 import test from "ava";
 import { parse } from "csv-parse/sync";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { randomUUID } from "node:crypto";
 import { historyPoints } from "../../services/tracking/exports/history-query.js";
-import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
 // Low enough that one test can overflow it; every other export here stays under it.
@@ -60,33 +59,31 @@ interface ObservationSpec {
   longitude?: number;
   altitude?: number | null;
   speedKmh?: number | null;
-  id?: string;
 }
 
-/** Writes observations straight to the store (the recording path is tested elsewhere). */
-async function insertObservations(deviceId: string, assetId: string | null, specs: ObservationSpec[]): Promise<string[]> {
-  const rows = specs.map((s) => ({
-    id: s.id ?? randomUUID(),
-    deviceId,
-    assetId,
-    observedAt: s.at,
-    latitude: s.latitude ?? 51.5,
-    longitude: s.longitude ?? -0.12,
-    altitude: s.altitude ?? null,
-    accuracyMeters: 5,
-    speedKmh: s.speedKmh === undefined ? 42 : s.speedKmh,
-    headingDegrees: 90,
-    metadata: null,
-    source: "test",
-    receivedAt: new Date(),
-  }));
-  await mesh.db!.em().insertMany(ObservationEntity, rows);
-  return rows.map((r) => r.id);
+/** Records observations through POST /api/observations, in the order given; answers their ids. */
+async function record(deviceId: string, specs: ObservationSpec[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const s of specs) {
+    const observation = await post("/api/observations", {
+      deviceId,
+      observedAt: s.at.toISOString(),
+      latitude: s.latitude ?? 51.5,
+      longitude: s.longitude ?? -0.12,
+      altitude: s.altitude ?? null,
+      accuracyMeters: 5,
+      speedKmh: s.speedKmh === undefined ? 42 : s.speedKmh,
+      headingDegrees: 90,
+    });
+    ids.push(String(observation.id));
+  }
+  return ids;
 }
 
 /** `n` minutes after a fixed, per-test base time, so tests never see each other's rows by time. */
 function clock() {
-  const start = Date.UTC(2025, 0, 1) + Math.floor(Math.random() * 1e6) * 60_000;
+  // Somewhere in the two years before 2026: always in the past, as recording requires.
+  const start = Date.UTC(2024, 0, 1) + Math.floor(Math.random() * 1e6) * 60_000;
   return (minutes: number) => new Date(start + minutes * 60_000);
 }
 
@@ -111,7 +108,7 @@ test("json: a page of the device's observations, newest first, with the document
   const at = clock();
   const assetId = await createAsset();
   const deviceId = await createDevice(assetId);
-  const ids = await insertObservations(deviceId, assetId, [
+  const ids = await record(deviceId, [
     { at: at(1), altitude: 12 },
     { at: at(3), speedKmh: null },
     { at: at(2) },
@@ -125,7 +122,7 @@ test("json: a page of the device's observations, newest first, with the document
   t.is(body.page, 1);
   t.is(body.pageSize, 50);
   t.deepEqual(body.items.map((i) => i.id), [ids[1], ids[2], ids[0]]);
-  t.like(body.items[2], { deviceId, latitude: 51.5, longitude: -0.12, altitude: 12, accuracyMeters: 5, speedKmh: 42, source: "test" });
+  t.like(body.items[2], { deviceId, latitude: 51.5, longitude: -0.12, altitude: 12, accuracyMeters: 5, speedKmh: 42, source: "api" });
   t.is(body.items[0]!.speedKmh, null, "unset optional values are null");
   t.is(body.items[0]!.observedAt, at(3).toISOString().replace(".000Z", "Z"));
   t.is((await page(`?deviceId=${deviceId}&format=json`)).items.length, 3, "format=json is the default");
@@ -134,7 +131,7 @@ test("json: a page of the device's observations, newest first, with the document
 test("json: page and pageSize walk the history without overlap; past the end is an empty page", async (t) => {
   const at = clock();
   const deviceId = await createDevice(null);
-  const ids = await insertObservations(deviceId, null, [0, 1, 2, 3, 4].map((m) => ({ at: at(m) })));
+  const ids = await record(deviceId, [0, 1, 2, 3, 4].map((m) => ({ at: at(m) })));
   const seen: string[] = [];
   for (let p = 1; p <= 3; p++) {
     const body = await page(`?deviceId=${deviceId}&page=${p}&pageSize=2`);
@@ -157,7 +154,7 @@ test("json: equal timestamps are ordered by id, so paging is stable", async (t) 
   const ids: string[] = [];
   for (let i = 0; i < 4; i++) {
     const deviceId = await createDevice(assetId);
-    ids.push(...(await insertObservations(deviceId, assetId, [{ at: at(7) }])));
+    ids.push(...(await record(deviceId, [{ at: at(7) }])));
   }
   const expected = [...ids].sort().reverse();
   const all = await page(`?assetId=${assetId}`);
@@ -172,8 +169,8 @@ test("filters: deviceId, assetId, from and to (inclusive) combine", async (t) =>
   const assetId = await createAsset();
   const d1 = await createDevice(assetId);
   const d2 = await createDevice(assetId);
-  const [a1, a2, a3] = await insertObservations(d1, assetId, [{ at: at(1) }, { at: at(2) }, { at: at(3) }]);
-  const [b1] = await insertObservations(d2, assetId, [{ at: at(2) }]);
+  const [a1, a2, a3] = await record(d1, [{ at: at(1) }, { at: at(2) }, { at: at(3) }]);
+  const [b1] = await record(d2, [{ at: at(2) }]);
   const ids = async (q: string) => (await page(q)).items.map((i) => i.id).sort();
   t.deepEqual(await ids(`?assetId=${assetId}`), [a1, a2, a3, b1].sort());
   t.deepEqual(await ids(`?deviceId=${d2}`), [b1]);
@@ -223,7 +220,7 @@ test("csv: the reference's columns plus AccuracyMeters, every row oldest first, 
   const at = clock();
   const assetId = await createAsset();
   const deviceId = await createDevice(assetId);
-  const ids = await insertObservations(deviceId, assetId, [
+  const ids = await record(deviceId, [
     { at: at(2), latitude: 51.52, longitude: -0.11, altitude: 30, speedKmh: 55.5 },
     { at: at(1), latitude: 51.51, longitude: -0.1, speedKmh: null },
     { at: at(3) },
@@ -282,16 +279,16 @@ test("geojson: a FeatureCollection of [lon, lat] points and one LineString per d
   const assetId = await createAsset();
   const d1 = await createDevice(assetId, ident("van"));
   const d2 = await createDevice(assetId);
-  const d1Ids = await insertObservations(d1, assetId, [
+  const d1Ids = await record(d1, [
     { at: at(2), latitude: 51.52, longitude: -0.12, altitude: 10 },
     { at: at(1), latitude: 51.51, longitude: -0.11 },
   ]);
-  await insertObservations(d2, assetId, [
+  await record(d2, [
     { at: at(1), latitude: 48.85, longitude: 2.35 },
     { at: at(3), latitude: 48.86, longitude: 2.36 },
   ]);
   const single = await createDevice(assetId);
-  await insertObservations(single, assetId, [{ at: at(4), latitude: 40.4, longitude: -3.7 }]);
+  await record(single, [{ at: at(4), latitude: 40.4, longitude: -3.7 }]);
 
   const { status, res, type, text } = await history(`?assetId=${assetId}&format=geojson`);
   t.is(status, 200);
@@ -327,12 +324,12 @@ test("gpx: GPX 1.1 with one trk per device named by its identifier (escaped) or 
   const name = `Van <"A"> & 'B', ${randomUUID().slice(0, 4)}`;
   const d1 = await createDevice(assetId, name);
   const d2 = await createDevice(assetId, null);
-  await insertObservations(d1, assetId, [
+  await record(d1, [
     { at: at(3), latitude: 51.53, longitude: -0.13 },
     { at: at(1), latitude: 51.51, longitude: -0.11, altitude: 25.5 },
     { at: at(2), latitude: 51.52, longitude: -0.12 },
   ]);
-  await insertObservations(d2, assetId, [{ at: at(2), latitude: 48.85, longitude: 2.35 }]);
+  await record(d2, [{ at: at(2), latitude: 48.85, longitude: 2.35 }]);
   const { status, res, type, text } = await history(`?assetId=${assetId}&format=gpx`);
   t.is(status, 200);
   t.is(type, "application/gpx+xml");
@@ -363,7 +360,7 @@ test("a capped export says so: X-Export-Truncated and X-Export-Total-Count, the 
   const at = clock();
   const deviceId = await createDevice(null);
   const total = EXPORT_MAX_ROWS + 2;
-  const ids = await insertObservations(deviceId, null, Array.from({ length: total }, (_, m) => ({ at: at(m) })));
+  const ids = await record(deviceId, Array.from({ length: total }, (_, m) => ({ at: at(m) })));
   for (const format of ["csv", "geojson", "gpx"]) {
     const { status, res } = await history(`?deviceId=${deviceId}&format=${format}`);
     t.is(status, 200, format);
@@ -376,7 +373,7 @@ test("a capped export says so: X-Export-Truncated and X-Export-Total-Count, the 
   const json = await page(`?deviceId=${deviceId}`);
   t.is(json.items.length, total);
   const exact = await createDevice(null);
-  await insertObservations(exact, null, Array.from({ length: EXPORT_MAX_ROWS }, (_, m) => ({ at: at(m) })));
+  await record(exact, Array.from({ length: EXPORT_MAX_ROWS }, (_, m) => ({ at: at(m) })));
   const full = await history(`?deviceId=${exact}&format=csv`);
   t.is(full.res.headers.get("x-export-truncated"), null, "exactly the cap is not truncated");
 });
@@ -388,7 +385,7 @@ test("export rows are read in keyset batches: none lost or repeated across batch
   for (let d = 0; d < 3; d++) {
     const deviceId = await createDevice(assetId);
     // Devices share instants, so batch edges fall between rows with equal timestamps.
-    const ids = await insertObservations(deviceId, assetId, [0, 1, 2].map((m) => ({ at: at(m) })));
+    const ids = await record(deviceId, [0, 1, 2].map((m) => ({ at: at(m) })));
     ids.forEach((id, m) => expected.push({ at: at(m).getTime(), id }));
   }
   expected.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
