@@ -90,6 +90,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
   }
 
   await loadDeviceAlertState(q, fresh, ctx);
+  const { candidates, live } = await loadLiveFences(q, fresh, ctx.index);
 
   // Evaluate in input order: each observation sees the state the previous ones left.
   const speedAlerts: SpeedAlertRow[] = [];
@@ -115,7 +116,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
         found.speedAlerts.push({ ...alertColumns(row, now), speedKmh: row.speedKmh!, thresholdKmh: speed.thresholdKmh });
       }
 
-      const fences = fencesToCheck(ctx.index, row, device.inside);
+      const fences = [...candidates.get(row.id)!, ...device.inside].flatMap((id) => live.get(id) ?? []);
       for (const t of evaluateFences(row, fences, (id) => device.inside.has(id))) {
         if (t.type === "Enter") device.inside.add(t.fence.id);
         else device.inside.delete(t.fence.id);
@@ -135,7 +136,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
     }
     for (const breach of found.breaches) {
       recordTrackingEvent(tx, subjects.breachDetected, GeofenceBreachDetectedSchema, {
-        breach: toBreach(breach, { deviceIdentifier: device.identifier, geofenceName: ctx.index.get(breach.geofenceId)?.name ?? null }),
+        breach: toBreach(breach, { deviceIdentifier: device.identifier, geofenceName: live.get(breach.geofenceId)?.name ?? null }),
       });
     }
   }
@@ -241,14 +242,11 @@ async function insertObservations(q: Query, rows: ObservationRow[]): Promise<Set
 async function loadDeviceAlertState(q: Query, fresh: { device: DeviceState; row: ObservationRow }[], ctx: ChunkContext): Promise<void> {
   const devices = new Map(fresh.map((f) => [f.device.id, f.device]));
   if (!devices.size) return;
-  // With no active fence there is nothing to enter, and no exit to detect either.
-  if (ctx.index.size > 0) {
-    const states = await q<{ device_id: string; geofence_id: string }>(
-      `select device_id, geofence_id from tracking_geofence_state where device_id = any(?::uuid[]) and inside`,
-      [[...devices.keys()]],
-    );
-    for (const s of states) devices.get(s.device_id)?.inside.add(s.geofence_id);
-  }
+  const states = await q<{ device_id: string; geofence_id: string }>(
+    `select device_id, geofence_id from tracking_geofence_state where device_id = any(?::uuid[]) and inside`,
+    [[...devices.keys()]],
+  );
+  for (const s of states) devices.get(s.device_id)?.inside.add(s.geofence_id);
   const speeding = new Set<string>();
   for (const { device, row } of fresh) {
     const verdict = judgeSpeed({
@@ -270,16 +268,40 @@ async function loadDeviceAlertState(q: Query, fresh: { device: DeviceState; row:
   for (const l of last) devices.get(l.device_id)!.lastAlertAt = toDateOrNull(l.last);
 }
 
-/** Fences near the fix, plus the active fences the device is inside (to notice it leaving one far away). */
-function fencesToCheck(index: FenceIndex, row: ObservationRow, inside: Set<string>): IndexedFence[] {
-  if (index.size === 0) return [];
-  const fences = index.candidates(row.latitude, row.longitude);
-  for (const id of inside) {
-    // A fence no longer in the index is inactive or gone: it is not evaluated, so no Exit.
-    const fence = index.get(id);
-    if (fence) fences.push(fence);
+/**
+ * The index proposes fences near each fix; the database decides. The fences proposed, plus those
+ * the devices are inside (to notice a device leaving one that is now far away or was moved), are
+ * read back if still active, with their current shape, and share-locked so that no instance
+ * deactivates or deletes one while this chunk writes states for it. So a stale index can delay
+ * a new fence, but never evaluates a deleted, deactivated or outdated one.
+ */
+async function loadLiveFences(
+  q: Query,
+  fresh: { device: DeviceState; row: ObservationRow }[],
+  index: FenceIndex,
+): Promise<{ candidates: Map<string, string[]>; live: Map<string, IndexedFence> }> {
+  const candidates = new Map<string, string[]>();
+  const wanted = new Set<string>();
+  for (const { device, row } of fresh) {
+    const near = index.size ? index.candidates(row.latitude, row.longitude).map((f) => f.id) : [];
+    candidates.set(row.id, near);
+    for (const id of near) wanted.add(id);
+    for (const id of device.inside) wanted.add(id);
   }
-  return fences;
+  const live = new Map<string, IndexedFence>();
+  if (!wanted.size) return { candidates, live };
+  const rows = await q<{ id: string; name: string | null; center_latitude: number; center_longitude: number; radius_meters: number }>(
+    `select id, name, center_latitude, center_longitude, radius_meters
+       from tracking_geofence
+      where id = any(?::uuid[]) and is_active
+      order by id
+        for share`,
+    [[...wanted]],
+  );
+  for (const r of rows) {
+    live.set(r.id, { id: r.id, name: r.name, centerLatitude: r.center_latitude, centerLongitude: r.center_longitude, radiusMeters: r.radius_meters });
+  }
+  return { candidates, live };
 }
 
 function alertColumns(row: ObservationRow, now: Date) {
