@@ -167,10 +167,12 @@ for (const kind of kinds) {
   test(`${kind.name}: newest first with id as tie-break, names and every property, default paging`, async (t) => {
     const device = await createDevice();
     const geofenceId = await insertGeofence("City centre");
-    const same = new Date(Date.now() - 5000);
+    // Times from one reading of the clock: a slow machine must not reorder them.
+    const now = Date.now();
+    const same = new Date(now - 5000);
     const [a, b] = [randomUUID(), randomUUID()].sort();
     await kind.insert([
-      { deviceId: device.id, occurredAt: new Date(Date.now() - 9000), geofenceId },
+      { deviceId: device.id, occurredAt: new Date(now - 9000), geofenceId },
       { deviceId: device.id, occurredAt: same, id: a, geofenceId },
       { deviceId: device.id, occurredAt: same, id: b, geofenceId },
     ]);
@@ -187,8 +189,9 @@ for (const kind of kinds) {
 
   test(`${kind.name}: unacknowledged true, false and absent`, async (t) => {
     const device = await createDevice();
-    const [open] = await kind.insert([{ deviceId: device.id }]);
-    const [done] = await kind.insert([{ deviceId: device.id, acknowledged: true, occurredAt: new Date(Date.now() - 1000) }]);
+    const now = Date.now();
+    const [open] = await kind.insert([{ deviceId: device.id, occurredAt: new Date(now) }]);
+    const [done] = await kind.insert([{ deviceId: device.id, acknowledged: true, occurredAt: new Date(now - 1000) }]);
     t.deepEqual(ids((await list(kind, { deviceId: device.id, unacknowledged: true })).body), [open]);
     t.deepEqual(ids((await list(kind, { deviceId: device.id, unacknowledged: false })).body), [done]);
     t.deepEqual(ids((await list(kind, { deviceId: device.id })).body), [open, done]);
