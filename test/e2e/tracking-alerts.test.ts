@@ -435,3 +435,47 @@ test("a breach of a deleted geofence keeps its row, with geofenceName null", asy
   const res = await list(kinds[0]!, { deviceId: device.id });
   t.like(res.body.items[0], { id, geofenceId, geofenceName: null });
 });
+
+test("end to end: observations raise a breach and a speed alert that list, count in the summary and acknowledge", async (t) => {
+  const asset = await call("POST", "/api/assets", { name: "Van", speedThresholdKmh: 80 });
+  const assetId = String(asset.body.id);
+  const device = (await call("POST", "/api/devices", { identifier: `e2e-${randomUUID().slice(0, 8)}`, assetId })).body;
+  const deviceId = String(device.id);
+  // A fence of its own far from anything else a test draws, so no other fence is crossed.
+  const centre = { latitude: 48.1 + Math.random() / 10, longitude: 11.5 + Math.random() / 10 };
+  const fence = await call("POST", "/api/geofences", {
+    name: "Depot e2e",
+    centerLatitude: centre.latitude,
+    centerLongitude: centre.longitude,
+    radiusMeters: 300,
+    isActive: true,
+  });
+  t.is(fence.status, 200);
+
+  const start = Date.now() - 120_000;
+  const observe = (i: number, dLat: number, speedKmh: number) =>
+    call("POST", "/api/observations", {
+      deviceId,
+      observedAt: new Date(start + i * 30_000).toISOString(),
+      latitude: centre.latitude + dLat,
+      longitude: centre.longitude,
+      speedKmh,
+    });
+  t.is((await observe(0, 0.05, 40)).status, 200, "outside, under the threshold");
+  t.is((await observe(1, 0, 95)).status, 200, "inside, over the threshold");
+
+  const breaches = await list(kinds[0]!, { deviceId });
+  t.like(breaches.body, { totalCount: "1" });
+  t.like(breaches.body.items[0], { breachEventType: "Enter", geofenceId: fence.body.id, geofenceName: "Depot e2e", deviceIdentifier: device.identifier, assetId });
+  const alerts = await list(kinds[1]!, { deviceId, unacknowledged: true });
+  t.like(alerts.body, { totalCount: "1" });
+  t.like(alerts.body.items[0], { speedKmh: 95, thresholdKmh: 80, assetId });
+
+  const summary = await call("GET", `/api/devices/${deviceId}/summary`);
+  t.like(summary.body, { observationCount: "2", openBreachCount: "1", openSpeedAlertCount: "1" });
+  t.like(summary.body.lastPosition, { speedKmh: 95 });
+
+  t.is((await call("POST", `/api/geofences/breaches/${String(breaches.body.items[0]!.id)}/acknowledge`, { acknowledgedBy: "ops" })).status, 200);
+  t.deepEqual((await call("POST", "/api/speed-alerts/bulk-acknowledge", { ids: [alerts.body.items[0]!.id] })).body, { count: 1 });
+  t.like((await call("GET", `/api/devices/${deviceId}/summary`)).body, { openBreachCount: "0", openSpeedAlertCount: "0" });
+});
