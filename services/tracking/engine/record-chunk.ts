@@ -12,11 +12,11 @@ import {
 import { evaluateFences } from "../domain/geofence-rule.js";
 import type { CheckedObservation, ObservationSource } from "../domain/observation-types.js";
 import { judgeSpeed } from "../domain/speed-rule.js";
-import { recordTrackingEvent } from "../events/record-tracking-event.js";
 import { subjects } from "../events/subjects.js";
 import { toBreach, toObservation, toSpeedAlert } from "../mappers/to-message.js";
 import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
 import type { ObservationRow } from "../store/observation-entity.js";
+import { EventBatch } from "./event-batch.js";
 import type { FenceIndex, IndexedFence } from "./fence-index.js";
 import { queryOn, toDate, toDateOrNull, type Query } from "./sql.js";
 
@@ -95,6 +95,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
   // Evaluate in input order: each observation sees the state the previous ones left.
   const speedAlerts: SpeedAlertRow[] = [];
   const breaches: BreachRow[] = [];
+  const events = new EventBatch(now);
   const stateChanges = new Map<string, { deviceId: string; geofenceId: string; inside: boolean; observedAt: Date }>();
   for (const { item, device, row } of fresh) {
     const found = { speedAlerts: [] as SpeedAlertRow[], breaches: [] as BreachRow[] };
@@ -128,14 +129,14 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
     breaches.push(...found.breaches);
     outcomes.set(item.index, { kind: "recorded", observation: row, ...found });
 
-    recordTrackingEvent(tx, subjects.observationRecorded, ObservationRecordedSchema, { observation: toObservation(row) });
+    events.add(subjects.observationRecorded, ObservationRecordedSchema, { observation: toObservation(row) });
     for (const alert of found.speedAlerts) {
-      recordTrackingEvent(tx, subjects.speedAlertRaised, SpeedAlertRaisedSchema, {
+      events.add(subjects.speedAlertRaised, SpeedAlertRaisedSchema, {
         speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }),
       });
     }
     for (const breach of found.breaches) {
-      recordTrackingEvent(tx, subjects.breachDetected, GeofenceBreachDetectedSchema, {
+      events.add(subjects.breachDetected, GeofenceBreachDetectedSchema, {
         breach: toBreach(breach, { deviceIdentifier: device.identifier, geofenceName: live.get(breach.geofenceId)?.name ?? null }),
       });
     }
@@ -145,6 +146,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
   await upsertStates(q, [...stateChanges.values()]);
   await insertSpeedAlerts(q, speedAlerts);
   await insertBreaches(q, breaches);
+  await events.write(tx);
 
   for (const { item, first } of repeats) {
     const original = rows[first]!;
