@@ -3,7 +3,9 @@
 /* eslint-disable */
 
 // Geofences: circles given by a centre and a radius in meters. Active fences are checked for
-// every observation; a device entering or leaving one records a breach.
+// every observation; a device entering or leaving one records a breach (see
+// ObservationService.CreateObservation for the enter/exit rule). Each service instance keeps an
+// in-memory spatial index of the active fences, updated from tracking.v1.geofence.* events.
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
@@ -79,7 +81,8 @@ export const GeofenceSchema: GenMessage<Geofence> = /*@__PURE__*/
 
 /**
  * The documented Geofence body of create and update. centerLatitude in [-90, 90],
- * centerLongitude in [-180, 180], radiusMeters > 0; isActive defaults to true.
+ * centerLongitude in [-180, 180], radiusMeters > 0 (422 otherwise; not finite or missing: 400);
+ * isActive defaults to true. name at most 200 characters, description at most 2000.
  *
  * @generated from message tracking.v1.GeofenceInput
  */
@@ -255,7 +258,8 @@ export const GeofenceService: GenService<{
     output: typeof GeofenceSchema;
   },
   /**
-   * Replaces every documented field.
+   * Replaces every documented field. Deactivating a fence forgets which devices were inside it, so
+   * it is not evaluated while inactive and starts clean when reactivated.
    *
    * @generated from rpc tracking.v1.GeofenceService.UpdateGeofence
    */

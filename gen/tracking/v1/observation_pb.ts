@@ -102,9 +102,13 @@ export const ObservationSchema: GenMessage<Observation> = /*@__PURE__*/
 
 /**
  * The documented Observation body of create and ingest.
- * Rules: latitude in [-90, 90], longitude in [-180, 180], not within 10 km of 0,0, speedKmh in
- * [0, 5000], observedAt at most 5 minutes in the future. A second observation of the same device
- * at the same observedAt is a duplicate: the first is answered, nothing is created, no alert fires.
+ * Rules (422 naming the field): latitude in [-90, 90], longitude in [-180, 180], not within 10 km
+ * of 0,0 ("null island", both latitude and longitude named), speedKmh in [0, 5000], observedAt at
+ * most 5 minutes in the future, accuracyMeters 0 or more, headingDegrees in [0, 360]. A number
+ * that is not finite, a malformed deviceId or no device at all is 400; an unknown device is 404
+ * naming deviceId (or deviceIdentifier when that named it). observedAt is kept to the millisecond.
+ * A second observation of the same device at the same observedAt is a duplicate: the first is
+ * answered, nothing is created, no alert fires, no event is published.
  *
  * @generated from message tracking.v1.ObservationInput
  */
@@ -137,6 +141,9 @@ export type ObservationInput = Message<"tracking.v1.ObservationInput"> & {
   altitude?: number | undefined;
 
   /**
+   * Radius of the fix's uncertainty. A device inside a geofence counts as having left it only when
+   * distance - accuracyMeters > radius, so noise at the edge does not flap Enter/Exit.
+   *
    * @generated from field: optional double accuracy_meters = 6;
    */
   accuracyMeters?: number | undefined;
@@ -172,7 +179,8 @@ export const ObservationInputSchema: GenMessage<ObservationInput> = /*@__PURE__*
   messageDesc(file_tracking_v1_observation, 1);
 
 /**
- * One device's newest position with the names an operator's map shows.
+ * One device's newest position with the names an operator's map shows; asset is the device's
+ * current one.
  *
  * @generated from message tracking.v1.LatestPosition
  */
@@ -529,7 +537,7 @@ export const BatchIngestObservationsRequestSchema: GenMessage<BatchIngestObserva
   messageDesc(file_tracking_v1_observation, 13);
 
 /**
- * Outcome of a bulk ingest, index by index of the input.
+ * Outcome of a bulk ingest: accepted + duplicates + the distinct indexes in rejected = the input count.
  *
  * @generated from message tracking.v1.BatchIngestObservationsResponse
  */
@@ -568,6 +576,8 @@ export const BatchIngestObservationsResponseSchema: GenMessage<BatchIngestObserv
   messageDesc(file_tracking_v1_observation, 14);
 
 /**
+ * One problem with one input item; an item with several problems appears once per problem.
+ *
  * @generated from message tracking.v1.RejectedObservation
  */
 export type RejectedObservation = Message<"tracking.v1.RejectedObservation"> & {
@@ -579,6 +589,8 @@ export type RejectedObservation = Message<"tracking.v1.RejectedObservation"> & {
   index: number;
 
   /**
+   * Proto path within the item, e.g. "latitude" or "device_identifier".
+   *
    * @generated from field: string field = 2;
    */
   field: string;
@@ -613,7 +625,18 @@ export const ObservationService: GenService<{
     output: typeof ObservationPageSchema;
   },
   /**
-   * Records an observation of a known device (deviceId required).
+   * Records an observation of a known device (deviceId required) and evaluates it, in one
+   * transaction with its events (tracking.v1.observation.recorded, speed_alert.raised,
+   * breach.detected):
+   * - Speed: speedKmh above the asset's speedThresholdKmh (120 when the device has no asset or the
+   *   asset none) raises an alert, unless the device raised one less than
+   *   Tracking:SpeedAlertCooldownMinutes (5) earlier in observation time.
+   * - Geofences, each active one, by haversine distance: a device outside enters when
+   *   distance <= radius; a device inside leaves when distance - accuracyMeters > radius. A breach
+   *   ("Enter" or "Exit") is recorded only on a change; a first fix inside is an Enter, a first fix
+   *   outside records nothing.
+   * - An observation older than the device's newest is stored but moves no state and raises
+   *   nothing; the device's lastSeenAt is the newest observedAt recorded.
    *
    * @generated from rpc tracking.v1.ObservationService.CreateObservation
    */
@@ -623,7 +646,8 @@ export const ObservationService: GenService<{
     output: typeof ObservationSchema;
   },
   /**
-   * The device and integration path: like create, but resolves deviceIdentifier when deviceId is absent.
+   * The device and integration path: like create, but resolves deviceIdentifier when deviceId is
+   * absent (deviceId wins when both are given).
    *
    * @generated from rpc tracking.v1.ObservationService.IngestObservation
    */
@@ -643,7 +667,8 @@ export const ObservationService: GenService<{
     output: typeof ObservationSchema;
   },
   /**
-   * One newest position per device, with device and asset names. REST answers a JSON array.
+   * One newest position per device (by observedAt), with device and asset names, newest first;
+   * a device without observations is absent. REST answers a JSON array.
    *
    * @generated from rpc tracking.v1.ObservationService.ListLatestPositions
    */
@@ -674,7 +699,9 @@ export const ObservationService: GenService<{
     output: typeof ObservationPageSchema;
   },
   /**
-   * Bulk path for devices and feeds (gRPC only): many observations in one call, same rules as ingest.
+   * Bulk path for devices and feeds (gRPC only): many observations in one call, same rules as
+   * ingest, applied in input order as if sent one by one. Refusals are reported by index, never
+   * as a failed call; committed in chunks, so a call that fails midway keeps the chunks before.
    *
    * @generated from rpc tracking.v1.ObservationService.BatchIngestObservations
    */
