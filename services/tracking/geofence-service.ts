@@ -1,7 +1,7 @@
 // tracking.v1.GeofenceService handlers: check the body, change the fence and record its event in
 // one transaction, then tell this instance's geofence index (other instances hear the event).
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager } from "@mikro-orm/core";
+import { LockMode, type EntityManager } from "@mikro-orm/core";
 import { randomUUID } from "node:crypto";
 import { GeofenceCreatedSchema, GeofenceDeletedSchema, GeofenceUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
 import type { GeofenceInput, GeofenceService } from "../../gen/tracking/v1/geofence_pb.js";
@@ -79,8 +79,12 @@ function checkedFields(input: GeofenceInput | undefined) {
   return fields;
 }
 
+/**
+ * The fence, row-locked for the rest of the transaction. Locking it before touching its states
+ * keeps the lock order the observation engine uses (fence, then states), so the two cannot deadlock.
+ */
 async function load(em: EntityManager, id: string): Promise<GeofenceRow> {
-  const row = await em.findOne(GeofenceEntity, { id });
+  const row = await em.findOne(GeofenceEntity, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!row) throw notFound(`geofence ${id} not found`);
   return row;
 }
