@@ -1,8 +1,250 @@
-// tracking.v1.SystemService handlers. Owner: system. Not implemented yet: every method answers Unimplemented (501).
-import type { ServiceImpl } from "@connectrpc/connect";
+// tracking.v1.SystemService handlers: the root document, health, the sanitized status, the alert
+// summary and demo seeding. The demo records and the seeding decision live in domain/seed-data.
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { randomUUID } from "node:crypto";
+import { createRequire } from "node:module";
+import {
+  AssetCreatedSchema,
+  AssetDeletedSchema,
+  DeviceCreatedSchema,
+  DeviceDeletedSchema,
+  DeviceUpdatedSchema,
+  GeofenceCreatedSchema,
+  GeofenceDeletedSchema,
+} from "../../gen/tracking/v1/events_pb.js";
 import type { SystemService } from "../../gen/tracking/v1/system_pb.js";
+import { planSeed, seedAssets, seedDevices, seedGeofences } from "./domain/seed-data.js";
+import { recordTrackingEvent } from "./events/record-tracking-event.js";
+import { subjects } from "./events/subjects.js";
+import { toAsset, toDevice, toGeofence } from "./mappers/to-message.js";
+import { AssetEntity, type AssetRow } from "./store/asset-entity.js";
+import { DeviceEntity, type DeviceRow } from "./store/device-entity.js";
+import { GeofenceEntity, type GeofenceRow } from "./store/geofence-entity.js";
 import type { TrackingDeps } from "./deps.js";
 
-export function systemService(_deps: TrackingDeps): Partial<ServiceImpl<typeof SystemService>> {
-  return {};
+const serviceName = "meshwork-tracking";
+// Read once: the version is the package's, whatever the process environment says.
+const version = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+
+const links = {
+  assets: "/api/assets",
+  devices: "/api/devices",
+  observations: "/api/observations",
+  latestPositions: "/api/observations/latest-positions",
+  observationHistory: "/api/observations/history",
+  geofences: "/api/geofences",
+  breaches: "/api/geofences/breaches",
+  speedAlerts: "/api/speed-alerts",
+  alertsSummary: "/api/alerts/summary",
+  health: "/api/health",
+  systemStatus: "/api/system/status",
+};
+
+/**
+ * Serialises seeding across every instance sharing the database: a transaction-scoped advisory
+ * lock, released by commit or rollback. The number is arbitrary but fixed: "MWSEED" in ASCII.
+ */
+const seedLockKey = 0x4d5753454544;
+
+interface SeedOutcome {
+  alreadySeeded: boolean;
+  resetPerformed: boolean;
+  assetsCreated: number;
+  devicesCreated: number;
+  geofencesCreated: number;
+  removedFenceIds: string[];
+  createdFences: GeofenceRow[];
+}
+
+export function systemService(deps: TrackingDeps): Partial<ServiceImpl<typeof SystemService>> {
+  const check = (ok: boolean, detail: string | undefined) => ({ status: ok ? "Healthy" : "Unhealthy", detail });
+
+  return {
+    getServiceInfo() {
+      return { service: serviceName, version, links };
+    },
+
+    async getHealth() {
+      const [database, bus] = await Promise.all([deps.db.health(), deps.bus.health()]);
+      const checks = {
+        database: check(database.ok, database.detail ?? (deps.db.mode === "embedded" ? "embedded PostgreSQL" : "PostgreSQL")),
+        bus: check(bus.ok, bus.detail ?? (deps.bus.kind === "nats" ? "NATS JetStream" : "in-process bus")),
+      };
+      const failing = Object.entries(checks).filter(([, c]) => c.status !== "Healthy");
+      if (failing.length) {
+        // A load balancer reads the status, so unhealthy must not be a 200 (see the proto comment).
+        const summary = failing.map(([name, c]) => `${name}: ${c.detail ?? "unhealthy"}`).join("; ");
+        deps.logger.warn({ checks }, "health check failed");
+        throw new ConnectError(`unhealthy: ${summary}`, Code.Unavailable);
+      }
+      return { status: "Healthy", checks };
+    },
+
+    getSystemStatus() {
+      const { tracking } = deps.config;
+      return {
+        service: serviceName,
+        version,
+        environment: deps.config.environment,
+        database: deps.db.mode === "embedded" ? "embedded" : "postgresql",
+        bus: deps.bus.kind,
+        // Features not built yet report false rather than disappearing, so clients can rely on the keys.
+        features: {
+          simulation: tracking.simulationEnabled,
+          webhooks: false,
+          apiKeys: false,
+          sseStream: false,
+          integrations: false,
+        },
+        settings: {
+          defaultSpeedThresholdKmh: String(tracking.defaultSpeedThresholdKmh),
+          speedAlertCooldownMinutes: String(tracking.speedAlertCooldownMinutes),
+          exportMaxRows: String(tracking.exportMaxRows),
+        },
+      };
+    },
+
+    async getAlertsSummary() {
+      // One statement, one row per table; the partial "open" indexes serve the unacknowledged counts.
+      const counts = (table: string, kind: string) => `select '${kind}' as "kind",
+          count(*) filter (where not "acknowledged") as "open",
+          count(*) as "total",
+          count(*) filter (where "occurred_at" >= now() - interval '24 hours') as "last24h"
+        from "${table}"`;
+      const rows = await deps.db
+        .em()
+        .execute<{ kind: string; open: string | number; total: string | number; last24h: string | number }[]>(
+          `${counts("tracking_geofence_breach", "breach")} union all ${counts("tracking_speed_alert", "speed")}`,
+        );
+      const of = (kind: string) => rows.find((r) => r.kind === kind) ?? { open: 0, total: 0, last24h: 0 };
+      const breach = of("breach");
+      const speed = of("speed");
+      return {
+        openBreaches: Number(breach.open),
+        totalBreaches: Number(breach.total),
+        openSpeedAlerts: Number(speed.open),
+        totalSpeedAlerts: Number(speed.total),
+        breachesLast24h: Number(breach.last24h),
+        speedAlertsLast24h: Number(speed.last24h),
+      };
+    },
+
+    async seedDemoData(req) {
+      // `reset` is REQUIRED in the contract; the interceptor has refused a request without it.
+      const outcome = await deps.db.em().transactional((em) => seed(em, req.reset === true));
+      deps.outbox.notify();
+      // Only after commit: the index must never hold a fence another reader cannot see.
+      for (const id of outcome.removedFenceIds) deps.engine.removeGeofence(id);
+      for (const row of outcome.createdFences) deps.engine.applyGeofence(row);
+      const { removedFenceIds: _removed, createdFences: _created, ...answer } = outcome;
+      return answer;
+    },
+  };
+}
+
+/** The whole seed in the caller's transaction; `em` is the transaction's, nothing else is used. */
+async function seed(em: EntityManager, reset: boolean): Promise<SeedOutcome> {
+  await em.execute(`select pg_advisory_xact_lock(${seedLockKey})`);
+  const [{ seeded }] = await em.execute<{ seeded: string | number }[]>(
+    `select (select count(*) from "tracking_asset" where "is_seeded")
+          + (select count(*) from "tracking_device" where "is_seeded")
+          + (select count(*) from "tracking_geofence" where "is_seeded") as "seeded"`,
+  );
+  const plan = planSeed({ seededRows: Number(seeded), reset });
+  const outcome: SeedOutcome = {
+    alreadySeeded: plan.alreadySeeded,
+    resetPerformed: plan.resetPerformed,
+    assetsCreated: 0,
+    devicesCreated: 0,
+    geofencesCreated: 0,
+    removedFenceIds: [],
+    createdFences: [],
+  };
+  if (plan.wipe) outcome.removedFenceIds = await wipeSeeded(em);
+  if (!plan.create) return outcome;
+
+  const now = new Date();
+  const assetIds = new Map<string, string>();
+  for (const spec of seedAssets) {
+    const { key, ...fields } = spec;
+    const row: AssetRow = { id: randomUUID(), ...fields, isSeeded: true, createdAt: now, updatedAt: now };
+    em.create(AssetEntity, row);
+    recordTrackingEvent(em, subjects.assetCreated, AssetCreatedSchema, { asset: toAsset(row) });
+    assetIds.set(key, row.id);
+    outcome.assetsCreated++;
+  }
+  // The entities declare no relations, so MikroORM cannot order the inserts: assets go first for
+  // the devices' foreign key.
+  await em.flush();
+
+  // A user may own a demo identifier already; identifiers are unique, so that device is left as is.
+  const taken = new Set(
+    (await em.find(DeviceEntity, { identifier: { $in: seedDevices.map((d) => d.identifier) } })).map((d) => d.identifier),
+  );
+  for (const spec of seedDevices) {
+    if (taken.has(spec.identifier)) continue;
+    const row: DeviceRow = {
+      id: randomUUID(),
+      identifier: spec.identifier,
+      label: spec.label,
+      protocol: spec.protocol,
+      assetId: assetIds.get(spec.assetKey) ?? null,
+      provider: null,
+      externalId: null,
+      tags: spec.tags,
+      integrationFeedId: null,
+      lastSeenAt: null,
+      isSeeded: true,
+      createdAt: now,
+      updatedAt: now,
+    };
+    em.create(DeviceEntity, row);
+    recordTrackingEvent(em, subjects.deviceCreated, DeviceCreatedSchema, { device: toDevice(row) });
+    outcome.devicesCreated++;
+  }
+
+  for (const spec of seedGeofences) {
+    const row: GeofenceRow = { id: randomUUID(), ...spec, isActive: true, isSeeded: true, createdAt: now, updatedAt: now };
+    em.create(GeofenceEntity, row);
+    recordTrackingEvent(em, subjects.geofenceCreated, GeofenceCreatedSchema, { geofence: toGeofence(row) });
+    outcome.createdFences.push(row);
+    outcome.geofencesCreated++;
+  }
+  return outcome;
+}
+
+/**
+ * Removes every seeded row with its deleted event. User devices pointing at a seeded asset lose
+ * the link (as the foreign key would do) with an updated event, so subscribers see it too.
+ * Observations, breaches, alerts and fence state of seeded devices go with them (on delete cascade).
+ * Returns the ids of the removed fences.
+ */
+async function wipeSeeded(em: EntityManager): Promise<string[]> {
+  const assets = await em.find(AssetEntity, { isSeeded: true });
+  const devices = await em.find(DeviceEntity, { isSeeded: true });
+  const fences = await em.find(GeofenceEntity, { isSeeded: true });
+  const seededAssetIds = assets.map((a) => a.id);
+  if (seededAssetIds.length) {
+    const now = new Date();
+    for (const device of await em.find(DeviceEntity, { assetId: { $in: seededAssetIds }, isSeeded: false })) {
+      em.assign(device, { assetId: null, updatedAt: now });
+      recordTrackingEvent(em, subjects.deviceUpdated, DeviceUpdatedSchema, { device: toDevice(device) });
+    }
+  }
+  for (const row of fences) {
+    recordTrackingEvent(em, subjects.geofenceDeleted, GeofenceDeletedSchema, { geofence: toGeofence(row) });
+    em.remove(row);
+  }
+  for (const row of devices) {
+    recordTrackingEvent(em, subjects.deviceDeleted, DeviceDeletedSchema, { device: toDevice(row) });
+    em.remove(row);
+  }
+  for (const row of assets) {
+    recordTrackingEvent(em, subjects.assetDeleted, AssetDeletedSchema, { asset: toAsset(row) });
+    em.remove(row);
+  }
+  // Deletes reach the database before the new rows, so the demo identifiers are free again.
+  await em.flush();
+  return fences.map((f) => f.id);
 }

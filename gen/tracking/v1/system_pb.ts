@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tracking/v1/system.proto.
  */
 export const file_tracking_v1_system: GenFile = /*@__PURE__*/
-  fileDesc("Chh0cmFja2luZy92MS9zeXN0ZW0ucHJvdG8SC3RyYWNraW5nLnYxIpEBCgtTZXJ2aWNlSW5mbxIPCgdzZXJ2aWNlGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSMgoFbGlua3MYAyADKAsyIy50cmFja2luZy52MS5TZXJ2aWNlSW5mby5MaW5rc0VudHJ5GiwKCkxpbmtzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI9CgtIZWFsdGhDaGVjaxIOCgZzdGF0dXMYASABKAkSEwoGZGV0YWlsGAIgASgJSACIAQFCCQoHX2RldGFpbCKeAQoMSGVhbHRoUmVwb3J0Eg4KBnN0YXR1cxgBIAEoCRI1CgZjaGVja3MYAiADKAsyJS50cmFja2luZy52MS5IZWFsdGhSZXBvcnQuQ2hlY2tzRW50cnkaRwoLQ2hlY2tzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhgudHJhY2tpbmcudjEuSGVhbHRoQ2hlY2s6AjgBIrwCCgxTeXN0ZW1TdGF0dXMSDwoHc2VydmljZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEhAKCGRhdGFiYXNlGAQgASgJEgsKA2J1cxgFIAEoCRI5CghmZWF0dXJlcxgGIAMoCzInLnRyYWNraW5nLnYxLlN5c3RlbVN0YXR1cy5GZWF0dXJlc0VudHJ5EjkKCHNldHRpbmdzGAcgAygLMicudHJhY2tpbmcudjEuU3lzdGVtU3RhdHVzLlNldHRpbmdzRW50cnkaLwoNRmVhdHVyZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBGi8KDVNldHRpbmdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKvAQoNQWxlcnRzU3VtbWFyeRIVCg1vcGVuX2JyZWFjaGVzGAEgASgDEhYKDnRvdGFsX2JyZWFjaGVzGAIgASgDEhkKEW9wZW5fc3BlZWRfYWxlcnRzGAMgASgDEhoKEnRvdGFsX3NwZWVkX2FsZXJ0cxgEIAEoAxIZChFicmVhY2hlc19sYXN0XzI0aBgFIAEoAxIdChVzcGVlZF9hbGVydHNfbGFzdF8yNGgYBiABKAMiFwoVR2V0U2VydmljZUluZm9SZXF1ZXN0IhIKEEdldEhlYWx0aFJlcXVlc3QiGAoWR2V0U3lzdGVtU3RhdHVzUmVxdWVzdCIZChdHZXRBbGVydHNTdW1tYXJ5UmVxdWVzdCI4ChNTZWVkRGVtb0RhdGFSZXF1ZXN0EhcKBXJlc2V0GAEgASgIQgPgQQJIAIgBAUIICgZfcmVzZXQikwEKFFNlZWREZW1vRGF0YVJlc3BvbnNlEhYKDmFscmVhZHlfc2VlZGVkGAEgASgIEhcKD3Jlc2V0X3BlcmZvcm1lZBgCIAEoCBIWCg5hc3NldHNfY3JlYXRlZBgDIAEoBRIXCg9kZXZpY2VzX2NyZWF0ZWQYBCABKAUSGQoRZ2VvZmVuY2VzX2NyZWF0ZWQYBSABKAUyrwQKDVN5c3RlbVNlcnZpY2USWQoOR2V0U2VydmljZUluZm8SIi50cmFja2luZy52MS5HZXRTZXJ2aWNlSW5mb1JlcXVlc3QaGC50cmFja2luZy52MS5TZXJ2aWNlSW5mbyIJgtPkkwIDEgEvEloKCUdldEhlYWx0aBIdLnRyYWNraW5nLnYxLkdldEhlYWx0aFJlcXVlc3QaGS50cmFja2luZy52MS5IZWFsdGhSZXBvcnQiE4LT5JMCDRILL2FwaS9oZWFsdGgSbQoPR2V0U3lzdGVtU3RhdHVzEiMudHJhY2tpbmcudjEuR2V0U3lzdGVtU3RhdHVzUmVxdWVzdBoZLnRyYWNraW5nLnYxLlN5c3RlbVN0YXR1cyIagtPkkwIUEhIvYXBpL3N5c3RlbS9zdGF0dXMScQoQR2V0QWxlcnRzU3VtbWFyeRIkLnRyYWNraW5nLnYxLkdldEFsZXJ0c1N1bW1hcnlSZXF1ZXN0GhoudHJhY2tpbmcudjEuQWxlcnRzU3VtbWFyeSIbgtPkkwIVEhMvYXBpL2FsZXJ0cy9zdW1tYXJ5EnAKDFNlZWREZW1vRGF0YRIgLnRyYWNraW5nLnYxLlNlZWREZW1vRGF0YVJlcXVlc3QaIS50cmFja2luZy52MS5TZWVkRGVtb0RhdGFSZXNwb25zZSIbgtPkkwIVOgEqIhAvYXBpL3N5c3RlbS9zZWVkGhPK8xgJCAEQARimAyAB0vMYAggBYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_meshwork_api_v1_options]);
+  fileDesc("Chh0cmFja2luZy92MS9zeXN0ZW0ucHJvdG8SC3RyYWNraW5nLnYxIpEBCgtTZXJ2aWNlSW5mbxIPCgdzZXJ2aWNlGAEgASgJEg8KB3ZlcnNpb24YAiABKAkSMgoFbGlua3MYAyADKAsyIy50cmFja2luZy52MS5TZXJ2aWNlSW5mby5MaW5rc0VudHJ5GiwKCkxpbmtzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASI9CgtIZWFsdGhDaGVjaxIOCgZzdGF0dXMYASABKAkSEwoGZGV0YWlsGAIgASgJSACIAQFCCQoHX2RldGFpbCKeAQoMSGVhbHRoUmVwb3J0Eg4KBnN0YXR1cxgBIAEoCRI1CgZjaGVja3MYAiADKAsyJS50cmFja2luZy52MS5IZWFsdGhSZXBvcnQuQ2hlY2tzRW50cnkaRwoLQ2hlY2tzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhgudHJhY2tpbmcudjEuSGVhbHRoQ2hlY2s6AjgBIrwCCgxTeXN0ZW1TdGF0dXMSDwoHc2VydmljZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEhMKC2Vudmlyb25tZW50GAMgASgJEhAKCGRhdGFiYXNlGAQgASgJEgsKA2J1cxgFIAEoCRI5CghmZWF0dXJlcxgGIAMoCzInLnRyYWNraW5nLnYxLlN5c3RlbVN0YXR1cy5GZWF0dXJlc0VudHJ5EjkKCHNldHRpbmdzGAcgAygLMicudHJhY2tpbmcudjEuU3lzdGVtU3RhdHVzLlNldHRpbmdzRW50cnkaLwoNRmVhdHVyZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBGi8KDVNldHRpbmdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKvAQoNQWxlcnRzU3VtbWFyeRIVCg1vcGVuX2JyZWFjaGVzGAEgASgFEhYKDnRvdGFsX2JyZWFjaGVzGAIgASgFEhkKEW9wZW5fc3BlZWRfYWxlcnRzGAMgASgFEhoKEnRvdGFsX3NwZWVkX2FsZXJ0cxgEIAEoBRIZChFicmVhY2hlc19sYXN0XzI0aBgFIAEoBRIdChVzcGVlZF9hbGVydHNfbGFzdF8yNGgYBiABKAUiFwoVR2V0U2VydmljZUluZm9SZXF1ZXN0IhIKEEdldEhlYWx0aFJlcXVlc3QiGAoWR2V0U3lzdGVtU3RhdHVzUmVxdWVzdCIZChdHZXRBbGVydHNTdW1tYXJ5UmVxdWVzdCI4ChNTZWVkRGVtb0RhdGFSZXF1ZXN0EhcKBXJlc2V0GAEgASgIQgPgQQJIAIgBAUIICgZfcmVzZXQikwEKFFNlZWREZW1vRGF0YVJlc3BvbnNlEhYKDmFscmVhZHlfc2VlZGVkGAEgASgIEhcKD3Jlc2V0X3BlcmZvcm1lZBgCIAEoCBIWCg5hc3NldHNfY3JlYXRlZBgDIAEoBRIXCg9kZXZpY2VzX2NyZWF0ZWQYBCABKAUSGQoRZ2VvZmVuY2VzX2NyZWF0ZWQYBSABKAUyrwQKDVN5c3RlbVNlcnZpY2USWQoOR2V0U2VydmljZUluZm8SIi50cmFja2luZy52MS5HZXRTZXJ2aWNlSW5mb1JlcXVlc3QaGC50cmFja2luZy52MS5TZXJ2aWNlSW5mbyIJgtPkkwIDEgEvEloKCUdldEhlYWx0aBIdLnRyYWNraW5nLnYxLkdldEhlYWx0aFJlcXVlc3QaGS50cmFja2luZy52MS5IZWFsdGhSZXBvcnQiE4LT5JMCDRILL2FwaS9oZWFsdGgSbQoPR2V0U3lzdGVtU3RhdHVzEiMudHJhY2tpbmcudjEuR2V0U3lzdGVtU3RhdHVzUmVxdWVzdBoZLnRyYWNraW5nLnYxLlN5c3RlbVN0YXR1cyIagtPkkwIUEhIvYXBpL3N5c3RlbS9zdGF0dXMScQoQR2V0QWxlcnRzU3VtbWFyeRIkLnRyYWNraW5nLnYxLkdldEFsZXJ0c1N1bW1hcnlSZXF1ZXN0GhoudHJhY2tpbmcudjEuQWxlcnRzU3VtbWFyeSIbgtPkkwIVEhMvYXBpL2FsZXJ0cy9zdW1tYXJ5EnAKDFNlZWREZW1vRGF0YRIgLnRyYWNraW5nLnYxLlNlZWREZW1vRGF0YVJlcXVlc3QaIS50cmFja2luZy52MS5TZWVkRGVtb0RhdGFSZXNwb25zZSIbgtPkkwIVOgEqIhAvYXBpL3N5c3RlbS9zZWVkGhPK8xgJCAEQARimAyAB0vMYAggBYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_meshwork_api_v1_options]);
 
 /**
  * @generated from message tracking.v1.ServiceInfo
@@ -153,38 +153,45 @@ export const SystemStatusSchema: GenMessage<SystemStatus> = /*@__PURE__*/
   messageDesc(file_tracking_v1_system, 3);
 
 /**
+ * Counts over every breach and speed alert. int32, not int64: proto3 JSON writes 64-bit integers
+ * as strings, and dashboards read these as numbers.
+ *
  * @generated from message tracking.v1.AlertsSummary
  */
 export type AlertsSummary = Message<"tracking.v1.AlertsSummary"> & {
   /**
-   * @generated from field: int64 open_breaches = 1;
+   * Not yet acknowledged.
+   *
+   * @generated from field: int32 open_breaches = 1;
    */
-  openBreaches: bigint;
+  openBreaches: number;
 
   /**
-   * @generated from field: int64 total_breaches = 2;
+   * @generated from field: int32 total_breaches = 2;
    */
-  totalBreaches: bigint;
+  totalBreaches: number;
 
   /**
-   * @generated from field: int64 open_speed_alerts = 3;
+   * @generated from field: int32 open_speed_alerts = 3;
    */
-  openSpeedAlerts: bigint;
+  openSpeedAlerts: number;
 
   /**
-   * @generated from field: int64 total_speed_alerts = 4;
+   * @generated from field: int32 total_speed_alerts = 4;
    */
-  totalSpeedAlerts: bigint;
+  totalSpeedAlerts: number;
 
   /**
-   * @generated from field: int64 breaches_last_24h = 5;
+   * occurredAt within the 24 hours before the call.
+   *
+   * @generated from field: int32 breaches_last_24h = 5;
    */
-  breachesLast24h: bigint;
+  breachesLast24h: number;
 
   /**
-   * @generated from field: int64 speed_alerts_last_24h = 6;
+   * @generated from field: int32 speed_alerts_last_24h = 6;
    */
-  speedAlertsLast24h: bigint;
+  speedAlertsLast24h: number;
 };
 
 /**
@@ -316,6 +323,11 @@ export const SystemService: GenService<{
   },
   /**
    * Database and bus checks. Never needs a key.
+   * Healthy: 200 with the report. Unhealthy: Unavailable (HTTP 503) so load balancers and probes
+   * take the instance out on the status alone. The report does not survive that answer (a
+   * ConnectError carries no response message, and the gateway writes a generic 503 problem so a
+   * public caller learns nothing about the infrastructure); the error's message names the failing
+   * checks for gRPC callers and the service log has their details.
    *
    * @generated from rpc tracking.v1.SystemService.GetHealth
    */
