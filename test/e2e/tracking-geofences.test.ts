@@ -245,6 +245,14 @@ test("out of order: an older fix is stored but moves no state", async (t) => {
   t.is(late.body.observedAt, at(120));
 });
 
+test("concurrent fixes of one device inside a fence give exactly one Enter", async (t) => {
+  const p = newArea();
+  const fence = await newFence({ centerLatitude: p.lat, centerLongitude: p.lon, radiusMeters: 800 });
+  const device = await newDevice();
+  await Promise.all(Array.from({ length: 8 }, (_, i) => fix(device.id, i, north(p, i * 10))));
+  t.deepEqual(await kinds(device.id, fence.id), ["Enter"]);
+});
+
 test("two devices in one fence each get their own breaches", async (t) => {
   const p = newArea();
   const fence = await newFence({ centerLatitude: p.lat, centerLongitude: p.lon, radiusMeters: 1000 });

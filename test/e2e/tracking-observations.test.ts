@@ -191,6 +191,17 @@ test("a duplicate (same device, same observedAt) answers the first and creates n
   t.is(recorded.length, 1, "duplicates publish nothing");
 });
 
+test("concurrent duplicates: every caller gets the same stored observation, one row, one alert", async (t) => {
+  const device = await newDevice();
+  const at = timeline();
+  const body = obs(device.id, at(0), { speedKmh: 180 });
+  const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post(i % 2 ? "/api/observations" : "/api/observations/ingest", body)));
+  t.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+  t.is(new Set(answers.map((a) => a.body.id)).size, 1);
+  t.is(await observationCount(device.id), 1);
+  t.is((await speedAlertsOf(device.id)).length, 1);
+});
+
 test("latest: the newest by observedAt, whatever the arrival order; 404 before the first; 400 for a bad id", async (t) => {
   const device = await newDevice();
   const at = timeline();
