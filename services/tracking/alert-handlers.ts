@@ -36,7 +36,7 @@ export interface AlertKind<Row extends AlertRow, Msg extends Message> {
 /** A page as both page messages (GeofenceBreachPage, SpeedAlertPage) are initialised. */
 export interface AlertPageInit<Msg> {
   items: Msg[];
-  totalCount: bigint;
+  totalCount: number;
   page: number;
   pageSize: number;
   export?: { contentType: string; data: Uint8Array };
@@ -73,7 +73,7 @@ export function alertHandlers<Row extends AlertRow, Msg extends Message>(deps: T
         const csv = toCsv(kind.csvHeader, rows.map((row) => kind.csvRow(row, names(row))));
         return {
           items: [],
-          totalCount: BigInt(rows.length),
+          totalCount: rows.length,
           page: 1,
           pageSize: rows.length,
           export: { contentType: "text/csv; charset=utf-8", data: new TextEncoder().encode(csv) },
@@ -85,7 +85,7 @@ export function alertHandlers<Row extends AlertRow, Msg extends Message>(deps: T
       const names = await alertNames(em, rows);
       return {
         items: rows.map((row) => kind.toMessage(row, names(row))),
-        totalCount: BigInt(totalCount),
+        totalCount: Number(totalCount),
         page: query.page.page,
         pageSize: query.page.pageSize,
       };

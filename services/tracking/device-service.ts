@@ -108,9 +108,9 @@ export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceServ
         asset: asset ? toAsset(asset) : undefined,
         lastPosition: last ? toObservation(last) : undefined,
         // count(*) is a bigint, which pg hands back as a string.
-        observationCount: BigInt(counts!.observations),
-        openBreachCount: BigInt(counts!.breaches),
-        openSpeedAlertCount: BigInt(counts!.speed_alerts),
+        observationCount: Number(counts!.observations),
+        openBreachCount: Number(counts!.breaches),
+        openSpeedAlertCount: Number(counts!.speed_alerts),
       });
     },
   };

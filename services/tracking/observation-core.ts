@@ -31,7 +31,7 @@ export function observationCore(deps: TrackingDeps): Partial<ServiceImpl<typeof 
       const em = deps.db.em();
       const rows = await em.find(ObservationEntity, {}, { orderBy: { observedAt: "desc", id: "desc" }, limit: pageSize, offset });
       const total = await em.count(ObservationEntity, {});
-      return { items: rows.map(toObservation), totalCount: BigInt(total), page, pageSize };
+      return { items: rows.map(toObservation), totalCount: Number(total), page, pageSize };
     },
 
     createObservation: (req) => record(req.observation, "api", false),

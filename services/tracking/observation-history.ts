@@ -28,7 +28,7 @@ export function observationHistory(deps: TrackingDeps): Partial<ServiceImpl<type
 
       if (format === "json") {
         const { rows, total } = await historyPage(deps.db.em(), filter, page.pageSize, page.offset);
-        return { items: rows.map(toObservation), totalCount: BigInt(total), page: page.page, pageSize: page.pageSize };
+        return { items: rows.map(toObservation), totalCount: Number(total), page: page.page, pageSize: page.pageSize };
       }
 
       const max = deps.config.tracking.exportMaxRows;
@@ -48,7 +48,7 @@ export function observationHistory(deps: TrackingDeps): Partial<ServiceImpl<type
         ctx.responseHeader.set("x-export-truncated", "true");
         ctx.responseHeader.set("x-export-total-count", String(total));
       }
-      return { totalCount: BigInt(total), export: { contentType: file.contentType, data: file.data } };
+      return { totalCount: Number(total), export: { contentType: file.contentType, data: file.data } };
     },
   };
 }

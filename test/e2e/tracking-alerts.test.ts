@@ -29,7 +29,7 @@ test.after.always(async () => {
 type Json = Record<string, unknown>;
 interface Page {
   items: Json[];
-  totalCount: string;
+  totalCount: number;
   page: number;
   pageSize: number;
 }
@@ -178,7 +178,7 @@ for (const kind of kinds) {
     ]);
     const res = await list(kind, { deviceId: device.id });
     t.is(res.status, 200);
-    t.like(res.body, { totalCount: "3", page: 1, pageSize: 50 });
+    t.like(res.body, { totalCount: 3, page: 1, pageSize: 50 });
     t.deepEqual(ids(res.body).slice(0, 2), [b, a], "same occurredAt: the greater id first");
     const item = res.body.items[0]!;
     t.like(item, { deviceId: device.id, deviceIdentifier: device.identifier, acknowledged: false, acknowledgedBy: null, acknowledgedAt: null, latitude: 51.5, longitude: -0.12, assetId: null });
@@ -218,21 +218,21 @@ for (const kind of kinds) {
     const all = await insertSeries(kind, device.id, 120);
 
     const first = await list(kind, { deviceId: device.id });
-    t.like(first.body, { totalCount: "100", page: 1, pageSize: 50 });
+    t.like(first.body, { totalCount: 100, page: 1, pageSize: 50 });
     t.deepEqual(ids(first.body), all.slice(0, 50));
     const second = await list(kind, { deviceId: device.id, page: 2 });
     t.deepEqual(ids(second.body), all.slice(50, 100));
     const third = await list(kind, { deviceId: device.id, page: 3 });
     t.is(third.status, 200);
     t.deepEqual(third.body.items, [], "past the limit: an empty page, not the 101st row");
-    t.is(third.body.totalCount, "100");
+    t.is(third.body.totalCount, 100);
 
     const limited = await list(kind, { deviceId: device.id, limit: 30, pageSize: 20, page: 2 });
-    t.like(limited.body, { totalCount: "30", page: 2, pageSize: 20 });
+    t.like(limited.body, { totalCount: 30, page: 2, pageSize: 20 });
     t.deepEqual(ids(limited.body), all.slice(20, 30), "the last page is clipped to the limit");
 
     const wide = await list(kind, { deviceId: device.id, limit: 1000, pageSize: 200 });
-    t.is(wide.body.totalCount, "120");
+    t.is(wide.body.totalCount, 120);
     t.deepEqual(ids(wide.body), all);
   });
 
@@ -398,7 +398,7 @@ test("csv over gRPC: the export field carries the file and the header names it",
   t.is(breaches.export?.contentType, "text/csv; charset=utf-8");
   t.is(disposition, 'attachment; filename="geofence-breaches.csv"');
   t.deepEqual(breaches.items, []);
-  t.is(breaches.totalCount, 1n);
+  t.is(breaches.totalCount, 1);
   const rows = parse(new TextDecoder().decode(breaches.export!.data)) as string[][];
   t.deepEqual(rows[0], [
     "Id",
@@ -420,7 +420,7 @@ test("csv over gRPC: the export field carries the file and the header names it",
   const alerts = await createClient(SpeedAlertService, transport).listSpeedAlerts({ deviceId: device.id, format: "csv" });
   const alertRows = parse(new TextDecoder().decode(alerts.export!.data), { columns: true }) as Record<string, string>[];
   t.is(alertRows.length, 2);
-  t.is(alerts.totalCount, 2n);
+  t.is(alerts.totalCount, 2);
 
   const json = await createClient(SpeedAlertService, transport).listSpeedAlerts({ deviceId: device.id });
   t.is(json.export, undefined, "json answers no file");
@@ -465,17 +465,17 @@ test("end to end: observations raise a breach and a speed alert that list, count
   t.is((await observe(1, 0, 95)).status, 200, "inside, over the threshold");
 
   const breaches = await list(kinds[0]!, { deviceId });
-  t.like(breaches.body, { totalCount: "1" });
+  t.like(breaches.body, { totalCount: 1 });
   t.like(breaches.body.items[0], { breachEventType: "Enter", geofenceId: fence.body.id, geofenceName: "Depot e2e", deviceIdentifier: device.identifier, assetId });
   const alerts = await list(kinds[1]!, { deviceId, unacknowledged: true });
-  t.like(alerts.body, { totalCount: "1" });
+  t.like(alerts.body, { totalCount: 1 });
   t.like(alerts.body.items[0], { speedKmh: 95, thresholdKmh: 80, assetId });
 
   const summary = await call("GET", `/api/devices/${deviceId}/summary`);
-  t.like(summary.body, { observationCount: "2", openBreachCount: "1", openSpeedAlertCount: "1" });
+  t.like(summary.body, { observationCount: 2, openBreachCount: 1, openSpeedAlertCount: 1 });
   t.like(summary.body.lastPosition, { speedKmh: 95 });
 
   t.is((await call("POST", `/api/geofences/breaches/${String(breaches.body.items[0]!.id)}/acknowledge`, { acknowledgedBy: "ops" })).status, 200);
   t.deepEqual((await call("POST", "/api/speed-alerts/bulk-acknowledge", { ids: [alerts.body.items[0]!.id] })).body, { count: 1 });
-  t.like((await call("GET", `/api/devices/${deviceId}/summary`)).body, { openBreachCount: "0", openSpeedAlertCount: "0" });
+  t.like((await call("GET", `/api/devices/${deviceId}/summary`)).body, { openBreachCount: 0, openSpeedAlertCount: 0 });
 });

@@ -275,7 +275,7 @@ test("summary: the device, its asset, its last position and counts of observatio
   t.deepEqual(empty.body.device, device);
   t.like(empty.body.asset, { id: assetId, name: "Van 9", speedThresholdKmh: 80 });
   t.is(empty.body.lastPosition, null, "no observation yet");
-  t.like(empty.body, { observationCount: "0", openBreachCount: "0", openSpeedAlertCount: "0" });
+  t.like(empty.body, { observationCount: 0, openBreachCount: 0, openSpeedAlertCount: 0 });
 
   const now = Date.now();
   await insertObservation(id, assetId, new Date(now - 120_000), 51.1);
@@ -297,7 +297,7 @@ test("summary: the device, its asset, its last position and counts of observatio
   t.is(last.latitude, 51.3, "the newest by observedAt, not by insertion");
   t.is(last.deviceId, id);
   // int64 counts are strings in proto3 JSON.
-  t.like(full.body, { observationCount: "3", openBreachCount: "2", openSpeedAlertCount: "1" });
+  t.like(full.body, { observationCount: 3, openBreachCount: 2, openSpeedAlertCount: 1 });
 
   const bare = await createDevice({ identifier: ident("bare") });
   const bareSummary = await call("GET", `/api/devices/${String(bare.id)}/summary`);
