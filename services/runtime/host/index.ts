@@ -6,6 +6,11 @@
 // so the error log line carries the request id and sits inside the RPC span.
 export { buildRoutes, type BuildRoutesOptions, type ServiceRoutes } from "./build-routes.js";
 export {
+  createDirectTransport,
+  type DirectTransportOptions,
+  type DirectTransportSource,
+} from "./direct-transport.js";
+export {
   createHealthRegistry,
   type HealthRegistry,
   type ServingStatus,

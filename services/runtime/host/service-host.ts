@@ -1,5 +1,6 @@
 // The network face of the services: gRPC, gRPC-web and Connect on one plain-text HTTP/2 port
 // (h2c, prior knowledge), with a graceful close that health probes see coming.
+import { setMaxListeners } from "node:events";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -35,6 +36,8 @@ export async function startServiceHost(options: StartServiceHostOptions): Promis
   const { routes, logger } = options;
   const graceMs = options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
   const shutdown = new AbortController();
+  // Every running call links its signal to this one: more than ten at once is load, not a leak.
+  setMaxListeners(0, shutdown.signal);
   const server = http2.createServer(
     connectNodeAdapter({ routes, shutdownSignal: shutdown.signal }),
   );
