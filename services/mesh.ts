@@ -7,7 +7,13 @@ import { createFront } from "../gateway/index.js";
 import { openBus, type EventBus } from "./runtime/bus/index.js";
 import { redactUrl, type MeshworkConfig } from "./runtime/config/index.js";
 import { openDatabase, type Database } from "./runtime/database/index.js";
-import { buildRoutes, errorInterceptor, requestContextInterceptor, startServiceHost } from "./runtime/host/index.js";
+import {
+  buildRoutes,
+  createDirectTransport,
+  errorInterceptor,
+  requestContextInterceptor,
+  startServiceHost,
+} from "./runtime/host/index.js";
 import type { ServiceModule } from "./runtime/module/index.js";
 import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./runtime/telemetry/index.js";
@@ -103,8 +109,9 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       closers.push(() => host.close());
       logger.info({ url: `http://${config.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" }, "service host listening");
 
-      // Client-side spans on the in-process hop too, so a trace shows gateway → service.
-      const inProcess = createRouterTransport(routes, { transport: { interceptors: [clientTracingInterceptor()] } });
+      // Calls the handlers directly behind the same server interceptors (no serialization);
+      // client-side spans on the in-process hop too, so a trace shows gateway → service.
+      const inProcess = createDirectTransport(routes, { interceptors: [clientTracingInterceptor()] });
       transports = () => inProcess;
       mesh = { servicePort: host.port, db, bus, drainOutbox: () => relay.drain() };
     }
