@@ -1,10 +1,11 @@
 // The outbox end to end: events commit (or roll back) with the change, reach the bus in order, survive a
-// crash between commit and publish, outlast a failing bus, and are shared between relays without repeats.
+// crash between commit and publish, outlast a failing bus, and are shared between relays without repeats;
+// recordEvents writes the same rows as recordEvent, many in one statement.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { create, fromBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { StringValueSchema } from '@bufbuild/protobuf/wkt';
 import { EntitySchema } from '@mikro-orm/core';
 import { Migration } from '@mikro-orm/migrations';
@@ -15,7 +16,7 @@ import { connect } from 'nats';
 import { openBus, type BusMessage, type EventBus } from '../bus/index.js';
 import { openDatabase, type Database, type DatabaseModule } from '../database/index.js';
 import { createTestDatabaseUrl, realInfra, testLogger } from '../testing/index.js';
-import { OutboxEvent, outboxModule, recordEvent, startOutboxRelay } from './index.js';
+import { OutboxEvent, outboxModule, recordEvent, recordEvents, startOutboxRelay } from './index.js';
 
 interface Widget {
   id: string;
@@ -291,5 +292,142 @@ for (const target of targets) {
     t.deepEqual([...counts.keys()].sort(), [...ids].sort());
     t.true([...counts.values()].every((c) => c === 1), 'no event was published twice');
     t.is(seen.length, 20);
+  });
+
+  test(name('recordEvents writes what recordEvent writes, in order, each with its own trace context'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    const db = await open();
+    const spanA = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.SAMPLED };
+    const spanC = { traceId: 'c'.repeat(32), spanId: 'd'.repeat(16), traceFlags: TraceFlags.SAMPLED };
+    const other = trace.setSpanContext(ROOT_CONTEXT, spanC);
+    const message = (value: string) => create(StringValueSchema, { value });
+    const givenId = crypto.randomUUID();
+
+    const ids = await db.em().transactional((em) =>
+      context.with(trace.setSpanContext(ROOT_CONTEXT, spanA), async () => {
+        // Recorded first, still waiting in the unit of work: it must stay first.
+        const single = recordEvent(em, { subject: subject('widget.created'), schema: StringValueSchema, message: message('one') });
+        const many = await recordEvents(em, [
+          { subject: subject('widget.updated'), schema: StringValueSchema, message: message('two'), id: givenId },
+          { subject: subject('widget.updated'), schema: StringValueSchema, payload: toBinary(StringValueSchema, message('three')), headers: { 'x-tenant': 't1' } },
+          { subject: subject('widget.deleted'), schema: StringValueSchema, message: message('four'), context: other },
+        ]);
+        return [single, ...many];
+      }),
+    );
+    t.is(ids[1], givenId);
+    t.is(ids.length, 4);
+
+    const rows = await db.em().find(OutboxEvent, { id: { $in: ids } });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const traceparent = (span: { traceId: string; spanId: string }) => `00-${span.traceId}-${span.spanId}-01`;
+    const base = { 'content-type': 'application/protobuf', 'proto-message': 'google.protobuf.StringValue' };
+    t.deepEqual(byId.get(ids[0]!)!.headers, { ...base, traceparent: traceparent(spanA) });
+    t.deepEqual(byId.get(ids[1]!)!.headers, { ...base, traceparent: traceparent(spanA) }, 'the same headers as recordEvent');
+    t.deepEqual(byId.get(ids[2]!)!.headers, { ...base, 'x-tenant': 't1', traceparent: traceparent(spanA) });
+    t.deepEqual(byId.get(ids[3]!)!.headers, { ...base, traceparent: traceparent(spanC) }, 'the context given wins over the active one');
+    t.deepEqual(
+      ids.map((id) => fromBinary(StringValueSchema, byId.get(id)!.payload).value),
+      ['one', 'two', 'three', 'four'],
+    );
+    for (const row of rows) {
+      t.is(row.publishedAt, null);
+      t.is(row.attempts, 0);
+      t.true(row.createdAt instanceof Date);
+    }
+
+    // A rollback takes them away with the change.
+    await t.throwsAsync(
+      db.em().transactional(async (em) => {
+        await recordEvents(em, [{ subject: subject('widget.created'), schema: StringValueSchema, message: message('lost') }]);
+        throw new Error('domain rule broken');
+      }),
+      { message: 'domain rule broken' },
+    );
+    t.is(await db.em().count(OutboxEvent), 4);
+    await t.throwsAsync(recordEvents(db.em(), [{ id: 'nope', subject: subject('x'), schema: StringValueSchema, message: message('') }]), {
+      message: /UUID/,
+    });
+    t.deepEqual(await recordEvents(db.em(), []), []);
+
+    const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000 });
+    t.teardown(() => relay.stop());
+    await relay.drain();
+    await until(() => seen.length === 4, 'four events');
+    t.deepEqual(seen.map(text), ['one', 'two', 'three', 'four']);
+    t.deepEqual(
+      seen.map((m) => m.id),
+      ids,
+    );
+    t.is(seen[3]!.headers.traceparent, traceparent(spanC));
+  });
+
+  test(name('a large backlog goes out in order through the publish window, every event once'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    const db = await open();
+    const values = Array.from({ length: 260 }, (_, i) => `e${i}`);
+    // Two transactions: order holds across statements and commits.
+    for (const part of [values.slice(0, 130), values.slice(130)]) {
+      await db.em().transactional((em) =>
+        recordEvents(
+          em,
+          part.map((value) => ({ subject: subject('widget.created'), schema: StringValueSchema, message: create(StringValueSchema, { value }) })),
+        ),
+      );
+    }
+    const counts = new Map<string, number>();
+    const counting: EventBus = {
+      ...bus,
+      kind: bus.kind,
+      async publish(s, data, opts) {
+        counts.set(opts.id, (counts.get(opts.id) ?? 0) + 1);
+        return bus.publish(s, data, opts);
+      },
+    };
+    const relay = startOutboxRelay({ db, bus: counting, logger, batchSize: 100, publishWindow: 16, pollIntervalMs: 60_000 });
+    t.teardown(() => relay.stop());
+    await relay.drain();
+    await until(() => seen.length === values.length, 'every event');
+    t.deepEqual(seen.map(text), values);
+    t.true([...counts.values()].every((c) => c === 1), 'no event was published twice');
+    t.is(await db.em().count(OutboxEvent, { publishedAt: null }), 0);
+  });
+
+  test(name('an event refused in the middle of a window is retried; the others are published once'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    const db = await open();
+    const values = Array.from({ length: 20 }, (_, i) => `e${i}`);
+    await db.em().transactional((em) =>
+      recordEvents(
+        em,
+        values.map((value) => ({ subject: subject('widget.created'), schema: StringValueSchema, message: create(StringValueSchema, { value }) })),
+      ),
+    );
+    const counts = new Map<string, number>();
+    let refuse = true;
+    const flaky: EventBus = {
+      ...bus,
+      kind: bus.kind,
+      async publish(s, data, opts) {
+        if (refuse && fromBinary(StringValueSchema, data).value === 'e5') {
+          refuse = false;
+          throw new Error('bus hiccup');
+        }
+        counts.set(opts.id, (counts.get(opts.id) ?? 0) + 1);
+        return bus.publish(s, data, opts);
+      },
+    };
+    const relay = startOutboxRelay({ db, bus: flaky, logger, publishWindow: 8, pollIntervalMs: 60_000, retryInitialDelayMs: 10, retryMaxDelayMs: 50 });
+    t.teardown(() => relay.stop());
+    await until(() => seen.length === values.length, 'every event after the retry');
+    t.deepEqual([...seen.map(text)].sort(), [...values].sort());
+    t.true([...counts.values()].every((c) => c === 1), 'no event was published twice');
+    t.is(counts.size, values.length);
+    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, 'the rows to be marked');
+    const refused = (await db.em().find(OutboxEvent, {})).find((r) => fromBinary(StringValueSchema, r.payload).value === 'e5')!;
+    t.is(refused.attempts, 1);
+    t.is(refused.lastError, 'bus hiccup');
+    // Only the window it was in could overtake it: e0 (the probe) and e1..e4 went first.
+    t.deepEqual(seen.slice(0, 5).map(text), ['e0', 'e1', 'e2', 'e3', 'e4']);
   });
 }

@@ -15,7 +15,17 @@ export interface RecordEventInput<Desc extends DescMessage> {
   headers?: Record<string, string>;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The headers every event carries before the trace context is added. */
+export function baseHeaders(schema: DescMessage, extra?: Record<string, string>): Record<string, string> {
+  return {
+    'content-type': 'application/protobuf',
+    // Lets a consumer (or a human with `nats sub`) decode the payload without knowing the subject map.
+    'proto-message': schema.typeName,
+    ...extra,
+  };
+}
 
 /**
  * Persists the event on `em` without flushing: the caller's transaction (or next flush) writes it with
@@ -24,12 +34,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function recordEvent<Desc extends DescMessage>(em: EntityManager, input: RecordEventInput<Desc>): string {
   const id = input.id ?? randomUUID();
   if (!UUID.test(id)) throw new Error(`event id must be a UUID, got "${id}"`);
-  const headers: Record<string, string> = {
-    'content-type': 'application/protobuf',
-    // Lets a consumer (or a human with `nats sub`) decode the payload without knowing the subject map.
-    'proto-message': input.schema.typeName,
-    ...input.headers,
-  };
+  const headers = baseHeaders(input.schema, input.headers);
   // The active trace rides along into the NATS headers, so consumers continue the request's trace.
   propagation.inject(context.active(), headers);
   em.persist(

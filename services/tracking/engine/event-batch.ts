@@ -1,45 +1,55 @@
-// The events of one observation chunk, written to the outbox with one multi-row insert instead of
-// one unit-of-work entity each (the ORM's per-entity bookkeeping was the larger cost of a bulk
-// chunk). Rows match what recordEvent writes: same entity, same headers, trace context included.
+// The events of one observation chunk, written through the outbox's recordEvents: one multi-row
+// insert with exactly the rows recordEvent writes (headers, trace context). A chunk may carry
+// observations of several requests (concurrent single records share one), so each event keeps
+// the trace context of the request it came from.
 import { create, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { context, propagation } from "@opentelemetry/api";
+import type { Context } from "@opentelemetry/api";
 import { randomUUID } from "node:crypto";
-import { OutboxEvent, type OutboxEventRow } from "../../runtime/outbox/index.js";
-
-// publishedAt, attempts and lastError take their column defaults.
-type NewRow = Pick<OutboxEventRow, "id" | "subject" | "payload" | "headers" | "createdAt"> & Partial<OutboxEventRow>;
+import { ObservationRecordedSchema } from "../../../gen/tracking/v1/events_pb.js";
+import { recordEvents, type BatchEventInput } from "../../runtime/outbox/index.js";
+import { subjects } from "../events/subjects.js";
+import type { ObservationRow } from "../store/observation-entity.js";
+import { encodeObservationRecorded } from "./event-encoding.js";
 
 export class EventBatch {
-  private readonly rows: NewRow[] = [];
-  private readonly traceHeaders: Record<string, string> = {};
+  private readonly events: BatchEventInput[] = [];
 
-  constructor(private readonly now = new Date()) {
-    // Every event of the chunk belongs to the same request, so its trace context is read once.
-    propagation.inject(context.active(), this.traceHeaders);
-  }
+  constructor(private readonly now = new Date()) {}
 
   get size(): number {
-    return this.rows.length;
+    return this.events.length;
+  }
+
+  /** tracking.v1.observation.recorded for a stored row (the one event every observation has). */
+  addObservationRecorded(row: ObservationRow, context: Context | undefined): string {
+    const id = randomUUID();
+    this.events.push({
+      id,
+      subject: subjects.observationRecorded,
+      schema: ObservationRecordedSchema,
+      payload: encodeObservationRecorded(id, this.now, row),
+      ...(context ? { context } : {}),
+    });
+    return id;
   }
 
   /** Adds `{ eventId, occurredAt, ...payload }` on `subject`; answers the event id. */
-  add<S extends DescMessage>(subject: string, schema: S, payload: Omit<MessageInitShape<S>, "eventId" | "occurredAt" | "$typeName">): string {
+  add<S extends DescMessage>(
+    subject: string,
+    schema: S,
+    payload: Omit<MessageInitShape<S>, "eventId" | "occurredAt" | "$typeName">,
+    context: Context | undefined,
+  ): string {
     const id = randomUUID();
     const message = create(schema, { ...payload, eventId: id, occurredAt: timestampFromDate(this.now) } as unknown as MessageInitShape<S>);
-    this.rows.push({
-      id,
-      subject,
-      payload: toBinary(schema, message),
-      headers: { "content-type": "application/protobuf", "proto-message": schema.typeName, ...this.traceHeaders },
-      createdAt: this.now,
-    });
+    this.events.push({ id, subject, schema, payload: toBinary(schema, message), ...(context ? { context } : {}) });
     return id;
   }
 
   /** Inserts the rows in the caller's transaction; their order is the order they were added. */
   async write(em: EntityManager): Promise<void> {
-    if (this.rows.length) await em.insertMany<OutboxEventRow>(OutboxEvent, this.rows);
+    if (this.events.length) await recordEvents(em, this.events);
   }
 }

@@ -1,29 +1,37 @@
 // One transaction's worth of observations: lock their devices, insert the rows (duplicates fall
 // out through the unique index), evaluate speed and geofence rules in input order against the
-// devices' stored state, then write alerts, states and events with one multi-row statement each.
-// A single observation is a chunk of one, so the REST path and the bulk path share every rule.
+// devices' stored state, then write alerts, states and events with multi-row statements.
+// A single observation is a chunk of one (or of a few, when concurrent single records share a
+// transaction), so the REST path and the bulk path share every rule.
+//
+// Round trips, each a statement on the transaction's connection:
+//   1. lock the devices (and read what the rules need of them);
+//   2. insert the observations, and in the same statement read the devices' inside-states, their
+//      last speed alert (only devices that go over their threshold) and share-lock the live fences
+//      the rules will look at (after 1, so it sees everything committed under those locks);
+//   3. last-seen, geofence states, speed alerts and breaches, in one statement;
+//   4. the events (the outbox's recordEvents).
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { Context } from "@opentelemetry/api";
 import { randomUUID } from "node:crypto";
-import {
-  GeofenceBreachDetectedSchema,
-  ObservationRecordedSchema,
-  SpeedAlertRaisedSchema,
-} from "../../../gen/tracking/v1/events_pb.js";
+import { GeofenceBreachDetectedSchema, SpeedAlertRaisedSchema } from "../../../gen/tracking/v1/events_pb.js";
 import { evaluateFences } from "../domain/geofence-rule.js";
 import type { CheckedObservation, ObservationSource } from "../domain/observation-types.js";
 import { judgeSpeed } from "../domain/speed-rule.js";
 import { subjects } from "../events/subjects.js";
-import { toBreach, toObservation, toSpeedAlert } from "../mappers/to-message.js";
+import { toBreach, toSpeedAlert } from "../mappers/to-message.js";
 import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
 import type { ObservationRow } from "../store/observation-entity.js";
 import { EventBatch } from "./event-batch.js";
 import type { FenceIndex, IndexedFence } from "./fence-index.js";
-import { queryOn, toDate, toDateOrNull, type Query } from "./sql.js";
+import { pgArray, queryOn, toDate, toDateOrNull, type Query } from "./sql.js";
 
 export interface ChunkItem {
   /** Position in the caller's input. */
   index: number;
   observation: CheckedObservation;
+  /** The trace context of the request that sent it, carried by its events (default: the active one). */
+  context?: Context;
 }
 
 export type ChunkOutcome =
@@ -54,16 +62,34 @@ interface DeviceState {
   inside: Set<string>;
 }
 
+interface PendingRow {
+  item: ChunkItem;
+  device: DeviceState;
+  row: ObservationRow;
+  /** Ids of the fences the index proposes for this fix. */
+  near: string[];
+}
+
+interface StateChange {
+  deviceId: string;
+  geofenceId: string;
+  inside: boolean;
+  observedAt: Date;
+}
+
+const noFences: readonly string[] = [];
+
 export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[], ctx: ChunkContext): Promise<Map<number, ChunkOutcome>> {
   const q = queryOn(tx);
   const outcomes = new Map<number, ChunkOutcome>();
   const now = new Date();
 
   const devices = await lockDevices(q, items);
-  const byIdentifier = new Map([...devices.values()].filter((d) => d.identifier !== null).map((d) => [d.identifier!, d]));
+  const byIdentifier = new Map<string, DeviceState>();
+  for (const d of devices.values()) if (d.identifier !== null) byIdentifier.set(d.identifier, d);
 
   // Rows to insert, deduplicated within the chunk; a repeat points at the first of its key.
-  const rows: { item: ChunkItem; device: DeviceState; row: ObservationRow }[] = [];
+  const rows: PendingRow[] = [];
   const firstOfKey = new Map<string, number>();
   const repeats: { item: ChunkItem; first: number }[] = [];
   for (const item of items) {
@@ -80,24 +106,22 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
       continue;
     }
     firstOfKey.set(key, rows.length);
-    rows.push({ item, device, row: observationRow(item.observation, device, ctx.source, now) });
+    const row = observationRow(item.observation, device, ctx.source, now);
+    rows.push({ item, device, row, near: proposeFences(ctx.index, row) });
   }
 
-  const inserted = await insertObservations(q, rows.map((r) => r.row));
+  const { inserted, live } = await insertAndRead(q, rows, ctx);
   const fresh = rows.filter((r) => inserted.has(r.row.id));
   for (const r of rows) {
     if (!inserted.has(r.row.id)) outcomes.set(r.item.index, { kind: "duplicate" });
   }
 
-  await loadDeviceAlertState(q, fresh, ctx);
-  const { candidates, live } = await loadLiveFences(q, fresh, ctx.index);
-
   // Evaluate in input order: each observation sees the state the previous ones left.
   const speedAlerts: SpeedAlertRow[] = [];
   const breaches: BreachRow[] = [];
   const events = new EventBatch(now);
-  const stateChanges = new Map<string, { deviceId: string; geofenceId: string; inside: boolean; observedAt: Date }>();
-  for (const { item, device, row } of fresh) {
+  const stateChanges = new Map<string, StateChange>();
+  for (const { item, device, row, near } of fresh) {
     const found = { speedAlerts: [] as SpeedAlertRow[], breaches: [] as BreachRow[] };
     const inOrder = device.lastSeenAt === null || row.observedAt > device.lastSeenAt;
     if (inOrder) {
@@ -117,35 +141,45 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
         found.speedAlerts.push({ ...alertColumns(row, now), speedKmh: row.speedKmh!, thresholdKmh: speed.thresholdKmh });
       }
 
-      const fences = [...candidates.get(row.id)!, ...device.inside].flatMap((id) => live.get(id) ?? []);
-      for (const t of evaluateFences(row, fences, (id) => device.inside.has(id))) {
-        if (t.type === "Enter") device.inside.add(t.fence.id);
-        else device.inside.delete(t.fence.id);
-        stateChanges.set(`${device.id}|${t.fence.id}`, { deviceId: device.id, geofenceId: t.fence.id, inside: t.type === "Enter", observedAt: row.observedAt });
-        found.breaches.push({ ...alertColumns(row, now), geofenceId: t.fence.id, breachEventType: t.type });
+      if (near.length || device.inside.size) {
+        const fences: IndexedFence[] = [];
+        for (const id of near) {
+          const fence = live.get(id);
+          if (fence) fences.push(fence);
+        }
+        for (const id of device.inside) {
+          const fence = live.get(id);
+          if (fence) fences.push(fence);
+        }
+        for (const t of evaluateFences(row, fences, (id) => device.inside.has(id))) {
+          if (t.type === "Enter") device.inside.add(t.fence.id);
+          else device.inside.delete(t.fence.id);
+          stateChanges.set(`${device.id}|${t.fence.id}`, { deviceId: device.id, geofenceId: t.fence.id, inside: t.type === "Enter", observedAt: row.observedAt });
+          found.breaches.push({ ...alertColumns(row, now), geofenceId: t.fence.id, breachEventType: t.type });
+        }
       }
     }
     speedAlerts.push(...found.speedAlerts);
     breaches.push(...found.breaches);
     outcomes.set(item.index, { kind: "recorded", observation: row, ...found });
 
-    events.add(subjects.observationRecorded, ObservationRecordedSchema, { observation: toObservation(row) });
+    events.addObservationRecorded(row, item.context);
     for (const alert of found.speedAlerts) {
-      events.add(subjects.speedAlertRaised, SpeedAlertRaisedSchema, {
-        speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }),
-      });
+      events.add(subjects.speedAlertRaised, SpeedAlertRaisedSchema, { speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }) }, item.context);
     }
     for (const breach of found.breaches) {
-      events.add(subjects.breachDetected, GeofenceBreachDetectedSchema, {
-        breach: toBreach(breach, { deviceIdentifier: device.identifier, geofenceName: live.get(breach.geofenceId)?.name ?? null }),
-      });
+      events.add(
+        subjects.breachDetected,
+        GeofenceBreachDetectedSchema,
+        { breach: toBreach(breach, { deviceIdentifier: device.identifier, geofenceName: live.get(breach.geofenceId)?.name ?? null }) },
+        item.context,
+      );
     }
   }
 
-  await updateLastSeen(q, [...devices.values()].filter((d) => d.seenMoved));
-  await upsertStates(q, [...stateChanges.values()]);
-  await insertSpeedAlerts(q, speedAlerts);
-  await insertBreaches(q, breaches);
+  const moved: DeviceState[] = [];
+  for (const d of devices.values()) if (d.seenMoved) moved.push(d);
+  await writeOutcomes(q, moved, [...stateChanges.values()], speedAlerts, breaches);
   await events.write(tx);
 
   for (const { item, first } of repeats) {
@@ -175,7 +209,7 @@ async function lockDevices(q: Query, items: readonly ChunkItem[]): Promise<Map<s
       where d.id = any(?::uuid[]) or d.identifier = any(?::text[])
       order by d.id
         for update of d`,
-    [[...ids], [...identifiers]],
+    [pgArray.uuids([...ids]), pgArray.texts([...identifiers])],
   );
   return new Map(
     found.map((d) => [
@@ -212,45 +246,48 @@ function observationRow(o: CheckedObservation, device: DeviceState, source: stri
   };
 }
 
-/** Inserts with `on conflict do nothing`: a concurrent duplicate is skipped, not an error. Answers the ids written. */
-async function insertObservations(q: Query, rows: ObservationRow[]): Promise<Set<string>> {
-  if (!rows.length) return new Set();
-  const written = await q<{ id: string }>(
-    `insert into tracking_observation
-       (id, device_id, asset_id, observed_at, latitude, longitude, altitude, accuracy_meters, speed_kmh, heading_degrees, metadata, source, received_at)
-     select * from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::timestamptz[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::text[], ?::text[], ?::timestamptz[])
-     on conflict (device_id, observed_at) do nothing
-     returning id`,
-    [
-      rows.map((r) => r.id),
-      rows.map((r) => r.deviceId),
-      rows.map((r) => r.assetId),
-      rows.map((r) => r.observedAt.toISOString()),
-      rows.map((r) => r.latitude),
-      rows.map((r) => r.longitude),
-      rows.map((r) => r.altitude),
-      rows.map((r) => r.accuracyMeters),
-      rows.map((r) => r.speedKmh),
-      rows.map((r) => r.headingDegrees),
-      rows.map((r) => r.metadata),
-      rows.map((r) => r.source),
-      rows.map((r) => r.receivedAt.toISOString()),
-    ],
-  );
-  return new Set(written.map((w) => w.id));
+/** The fences whose box holds the fix: a superset of those that contain it. */
+function proposeFences(index: FenceIndex, row: ObservationRow): string[] {
+  if (!index.size) return noFences as string[];
+  const near = index.candidates(row.latitude, row.longitude);
+  return near.length ? near.map((f) => f.id) : (noFences as string[]);
 }
 
-/** Reads the inside-states of the devices that got new observations, and the last alert time of those that may need it. */
-async function loadDeviceAlertState(q: Query, fresh: { device: DeviceState; row: ObservationRow }[], ctx: ChunkContext): Promise<void> {
-  const devices = new Map(fresh.map((f) => [f.device.id, f.device]));
-  if (!devices.size) return;
-  const states = await q<{ device_id: string; geofence_id: string }>(
-    `select device_id, geofence_id from tracking_geofence_state where device_id = any(?::uuid[]) and inside`,
-    [[...devices.keys()]],
-  );
-  for (const s of states) devices.get(s.device_id)?.inside.add(s.geofence_id);
+/** One row of statement 2: k says which part it comes from (0 inserted, 1 inside-state, 2 last alert, 3 live fence). */
+interface ReadRow {
+  k: number;
+  a: string;
+  b: string;
+  t: unknown;
+  name: string | null;
+  x: number;
+  y: number;
+  r: number;
+}
+
+/**
+ * Statement 2. Inserts with `on conflict do nothing` (a concurrent duplicate is skipped, not an
+ * error) and answers the ids written. With them, after the device locks of statement 1:
+ * - the inside-states of the chunk's devices;
+ * - the newest speed alert of each device with a fix over its threshold (the cooldown needs it);
+ * - the live fences the rules may touch. The index proposes fences near each fix; the database
+ *   decides. Those, plus the fences the devices are inside (to notice a device leaving one that is
+ *   now far away or was moved), are read back if still active, with their current shape, and
+ *   share-locked so that no instance deactivates or deletes one while this chunk writes states for
+ *   it. So a stale index can delay a new fence, but never evaluates a deleted, deactivated or
+ *   outdated one.
+ */
+async function insertAndRead(q: Query, pending: PendingRow[], ctx: ChunkContext): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
+  const inserted = new Set<string>();
+  const live = new Map<string, IndexedFence>();
+  if (!pending.length) return { inserted, live };
+
+  const deviceIds = new Set<string>();
   const speeding = new Set<string>();
-  for (const { device, row } of fresh) {
+  const near = new Set<string>();
+  for (const { device, row, near: ids } of pending) {
+    deviceIds.add(device.id);
+    for (const id of ids) near.add(id);
     const verdict = judgeSpeed({
       speedKmh: row.speedKmh,
       assetThresholdKmh: device.assetThresholdKmh,
@@ -261,49 +298,75 @@ async function loadDeviceAlertState(q: Query, fresh: { device: DeviceState; row:
     });
     if (verdict.over) speeding.add(device.id);
   }
-  if (!speeding.size) return;
-  const last = await q<{ device_id: string; last: unknown }>(
-    `select device_id, max(occurred_at) as last from tracking_speed_alert where device_id = any(?::uuid[]) group by device_id`,
-    [[...speeding]],
+  const rows = pending.map((p) => p.row);
+  // Only devices over their threshold need their last alert; usually none.
+  const lastAlert = speeding.size
+    ? {
+        cte: ` la as (
+       select device_id, max(occurred_at) as last from tracking_speed_alert where device_id = any(?::uuid[]) group by device_id
+     ),`,
+        select: `     union all select 2, device_id, null, last, null, null, null, null from la`,
+        bindings: [pgArray.uuids([...speeding])],
+      }
+    : { cte: "", select: "", bindings: [] };
+  const read = await q<ReadRow>(
+    `with ins as (
+       insert into tracking_observation
+         (id, device_id, asset_id, observed_at, latitude, longitude, altitude, accuracy_meters, speed_kmh, heading_degrees, metadata, source, received_at)
+       select * from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::timestamptz[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::text[], ?::text[], ?::timestamptz[])
+       on conflict (device_id, observed_at) do nothing
+       returning id
+     ), st as (
+       select device_id, geofence_id from tracking_geofence_state where device_id = any(?::uuid[]) and inside
+     ),${lastAlert.cte} f as (
+       select g.id, g.name, g.center_latitude, g.center_longitude, g.radius_meters
+         from tracking_geofence g
+        where g.id in (select unnest(?::uuid[]) union all select geofence_id from st) and g.is_active
+        order by g.id
+          for share of g
+     )
+     select 0 as k, id as a, null::uuid as b, null::timestamptz as t, null::text as name, null::float8 as x, null::float8 as y, null::float8 as r from ins
+     union all select 1, device_id, geofence_id, null, null, null, null, null from st
+${lastAlert.select}
+     union all select 3, id, null, null, name, center_latitude, center_longitude, radius_meters from f`,
+    [
+      pgArray.uuids(rows.map((r) => r.id)),
+      pgArray.uuids(rows.map((r) => r.deviceId)),
+      pgArray.uuids(rows.map((r) => r.assetId)),
+      pgArray.times(rows.map((r) => r.observedAt)),
+      pgArray.numbers(rows.map((r) => r.latitude)),
+      pgArray.numbers(rows.map((r) => r.longitude)),
+      pgArray.numbers(rows.map((r) => r.altitude)),
+      pgArray.numbers(rows.map((r) => r.accuracyMeters)),
+      pgArray.numbers(rows.map((r) => r.speedKmh)),
+      pgArray.numbers(rows.map((r) => r.headingDegrees)),
+      pgArray.texts(rows.map((r) => r.metadata)),
+      pgArray.texts(rows.map((r) => r.source)),
+      pgArray.times(rows.map((r) => r.receivedAt)),
+      pgArray.uuids([...deviceIds]),
+      ...lastAlert.bindings,
+      pgArray.uuids([...near]),
+    ],
   );
+  const devices = new Map(pending.map((p) => [p.device.id, p.device]));
   for (const id of speeding) devices.get(id)!.lastAlertAt = null;
-  for (const l of last) devices.get(l.device_id)!.lastAlertAt = toDateOrNull(l.last);
-}
-
-/**
- * The index proposes fences near each fix; the database decides. The fences proposed, plus those
- * the devices are inside (to notice a device leaving one that is now far away or was moved), are
- * read back if still active, with their current shape, and share-locked so that no instance
- * deactivates or deletes one while this chunk writes states for it. So a stale index can delay
- * a new fence, but never evaluates a deleted, deactivated or outdated one.
- */
-async function loadLiveFences(
-  q: Query,
-  fresh: { device: DeviceState; row: ObservationRow }[],
-  index: FenceIndex,
-): Promise<{ candidates: Map<string, string[]>; live: Map<string, IndexedFence> }> {
-  const candidates = new Map<string, string[]>();
-  const wanted = new Set<string>();
-  for (const { device, row } of fresh) {
-    const near = index.size ? index.candidates(row.latitude, row.longitude).map((f) => f.id) : [];
-    candidates.set(row.id, near);
-    for (const id of near) wanted.add(id);
-    for (const id of device.inside) wanted.add(id);
+  for (const r of read) {
+    switch (Number(r.k)) {
+      case 0:
+        inserted.add(r.a);
+        break;
+      case 1:
+        devices.get(r.a)?.inside.add(r.b);
+        break;
+      case 2:
+        devices.get(r.a)!.lastAlertAt = toDateOrNull(r.t);
+        break;
+      case 3:
+        live.set(r.a, { id: r.a, name: r.name, centerLatitude: r.x, centerLongitude: r.y, radiusMeters: r.r });
+        break;
+    }
   }
-  const live = new Map<string, IndexedFence>();
-  if (!wanted.size) return { candidates, live };
-  const rows = await q<{ id: string; name: string | null; center_latitude: number; center_longitude: number; radius_meters: number }>(
-    `select id, name, center_latitude, center_longitude, radius_meters
-       from tracking_geofence
-      where id = any(?::uuid[]) and is_active
-      order by id
-        for share`,
-    [[...wanted]],
-  );
-  for (const r of rows) {
-    live.set(r.id, { id: r.id, name: r.name, centerLatitude: r.center_latitude, centerLongitude: r.center_longitude, radiusMeters: r.radius_meters });
-  }
-  return { candidates, live };
+  return { inserted, live };
 }
 
 function alertColumns(row: ObservationRow, now: Date) {
@@ -322,59 +385,72 @@ function alertColumns(row: ObservationRow, now: Date) {
   };
 }
 
-async function updateLastSeen(q: Query, devices: DeviceState[]): Promise<void> {
-  if (!devices.length) return;
-  await q(
-    `update tracking_device d set last_seen_at = v.seen
-       from unnest(?::uuid[], ?::timestamptz[]) as v(id, seen)
-      where d.id = v.id and (d.last_seen_at is null or d.last_seen_at < v.seen)`,
-    [devices.map((d) => d.id), devices.map((d) => d.lastSeenAt!.toISOString())],
-  );
-}
-
-async function upsertStates(q: Query, states: { deviceId: string; geofenceId: string; inside: boolean; observedAt: Date }[]): Promise<void> {
-  if (!states.length) return;
-  // The exists() keeps a fence deleted elsewhere (and not yet gone from this index) from failing the chunk.
-  await q(
-    `insert into tracking_geofence_state (device_id, geofence_id, inside, observed_at)
-     select v.device_id, v.geofence_id, v.inside, v.observed_at
-       from unnest(?::uuid[], ?::uuid[], ?::boolean[], ?::timestamptz[]) as v(device_id, geofence_id, inside, observed_at)
-      where exists (select 1 from tracking_geofence g where g.id = v.geofence_id)
-     on conflict (device_id, geofence_id) do update set inside = excluded.inside, observed_at = excluded.observed_at`,
-    [states.map((s) => s.deviceId), states.map((s) => s.geofenceId), states.map((s) => s.inside), states.map((s) => s.observedAt.toISOString())],
-  );
-}
-
 const alertInsertColumns = `id, device_id, asset_id, observation_id, latitude, longitude, occurred_at, acknowledged, created_at`;
 const alertUnnestTypes = `?::uuid[], ?::uuid[], ?::uuid[], ?::uuid[], ?::float8[], ?::float8[], ?::timestamptz[], ?::boolean[], ?::timestamptz[]`;
 const alertBindings = (rows: (SpeedAlertRow | BreachRow)[]) => [
-  rows.map((r) => r.id),
-  rows.map((r) => r.deviceId),
-  rows.map((r) => r.assetId),
-  rows.map((r) => r.observationId),
-  rows.map((r) => r.latitude),
-  rows.map((r) => r.longitude),
-  rows.map((r) => r.occurredAt.toISOString()),
-  rows.map((r) => r.acknowledged),
-  rows.map((r) => r.createdAt.toISOString()),
+  pgArray.uuids(rows.map((r) => r.id)),
+  pgArray.uuids(rows.map((r) => r.deviceId)),
+  pgArray.uuids(rows.map((r) => r.assetId)),
+  pgArray.uuids(rows.map((r) => r.observationId)),
+  pgArray.numbers(rows.map((r) => r.latitude)),
+  pgArray.numbers(rows.map((r) => r.longitude)),
+  pgArray.times(rows.map((r) => r.occurredAt)),
+  pgArray.booleans(rows.map((r) => r.acknowledged)),
+  pgArray.times(rows.map((r) => r.createdAt)),
 ];
 
-async function insertSpeedAlerts(q: Query, rows: SpeedAlertRow[]): Promise<void> {
-  if (!rows.length) return;
-  await q(
-    `insert into tracking_speed_alert (${alertInsertColumns}, speed_kmh, threshold_kmh)
-     select * from unnest(${alertUnnestTypes}, ?::float8[], ?::float8[])`,
-    [...alertBindings(rows), rows.map((r) => r.speedKmh), rows.map((r) => r.thresholdKmh)],
-  );
-}
-
-async function insertBreaches(q: Query, rows: BreachRow[]): Promise<void> {
-  if (!rows.length) return;
-  await q(
-    `insert into tracking_geofence_breach (${alertInsertColumns}, geofence_id, breach_event_type)
-     select * from unnest(${alertUnnestTypes}, ?::uuid[], ?::text[])`,
-    [...alertBindings(rows), rows.map((r) => r.geofenceId), rows.map((r) => r.breachEventType)],
-  );
+/**
+ * Statement 3: the devices' lastSeenAt (only ever forward), the changed inside-states, speed
+ * alerts and breaches, each a multi-row part of one statement. Only the parts with rows are
+ * sent (a single observation usually has just the first), which keeps planning short.
+ */
+async function writeOutcomes(q: Query, moved: DeviceState[], states: StateChange[], speedAlerts: SpeedAlertRow[], breaches: BreachRow[]): Promise<void> {
+  const parts: { sql: string; bindings: unknown[] }[] = [];
+  if (moved.length) {
+    parts.push({
+      sql: `update tracking_device d set last_seen_at = v.seen
+              from unnest(?::uuid[], ?::timestamptz[]) as v(id, seen)
+             where d.id = v.id and (d.last_seen_at is null or d.last_seen_at < v.seen)`,
+      bindings: [pgArray.uuids(moved.map((d) => d.id)), pgArray.times(moved.map((d) => d.lastSeenAt))],
+    });
+  }
+  if (states.length) {
+    // The exists() keeps a fence deleted elsewhere (and not yet gone from this index) from failing the chunk.
+    parts.push({
+      sql: `insert into tracking_geofence_state (device_id, geofence_id, inside, observed_at)
+            select v.device_id, v.geofence_id, v.inside, v.observed_at
+              from unnest(?::uuid[], ?::uuid[], ?::boolean[], ?::timestamptz[]) as v(device_id, geofence_id, inside, observed_at)
+             where exists (select 1 from tracking_geofence g where g.id = v.geofence_id)
+            on conflict (device_id, geofence_id) do update set inside = excluded.inside, observed_at = excluded.observed_at`,
+      bindings: [
+        pgArray.uuids(states.map((s) => s.deviceId)),
+        pgArray.uuids(states.map((s) => s.geofenceId)),
+        pgArray.booleans(states.map((s) => s.inside)),
+        pgArray.times(states.map((s) => s.observedAt)),
+      ],
+    });
+  }
+  if (speedAlerts.length) {
+    parts.push({
+      sql: `insert into tracking_speed_alert (${alertInsertColumns}, speed_kmh, threshold_kmh)
+            select * from unnest(${alertUnnestTypes}, ?::float8[], ?::float8[])`,
+      bindings: [...alertBindings(speedAlerts), pgArray.numbers(speedAlerts.map((r) => r.speedKmh)), pgArray.numbers(speedAlerts.map((r) => r.thresholdKmh))],
+    });
+  }
+  if (breaches.length) {
+    parts.push({
+      sql: `insert into tracking_geofence_breach (${alertInsertColumns}, geofence_id, breach_event_type)
+            select * from unnest(${alertUnnestTypes}, ?::uuid[], ?::text[])`,
+      bindings: [...alertBindings(breaches), pgArray.uuids(breaches.map((r) => r.geofenceId)), pgArray.texts(breaches.map((r) => r.breachEventType))],
+    });
+  }
+  if (!parts.length) return;
+  if (parts.length === 1) {
+    await q(parts[0]!.sql, parts[0]!.bindings);
+    return;
+  }
+  // Data-modifying WITH parts all run, referenced or not.
+  await q(`with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(", ")} select 1`, parts.flatMap((p) => p.bindings));
 }
 
 /** Fills in the stored row of every duplicate that does not have one yet (single path only). */
@@ -399,7 +475,7 @@ async function loadDuplicateRows(
     `select o.* from tracking_observation o
        join unnest(?::uuid[], ?::timestamptz[]) as k(device_id, observed_at)
          on o.device_id = k.device_id and o.observed_at = k.observed_at`,
-    [keys.map((k) => k.deviceId), keys.map((k) => k.observedAt.toISOString())],
+    [pgArray.uuids(keys.map((k) => k.deviceId)), pgArray.times(keys.map((k) => k.observedAt))],
   );
   const byKey = new Map(stored.map((s) => [`${s.device_id}|${toDate(s.observed_at).getTime()}`, fromDb(s)]));
   for (const k of keys) {

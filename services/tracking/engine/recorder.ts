@@ -1,13 +1,20 @@
 // Recording observations: the pure checks, then chunked transactions (see record-chunk.ts), with
 // a retry when PostgreSQL reports a transient conflict. Single records throw ConnectErrors that
 // name the field; batches report refusals by index.
+//
+// Single records that arrive while another is being written share the next transaction (group
+// commit): one chunk of all that waited, each answered with its own outcome, its events carrying
+// its own request's trace context. A lone record waits for nothing. If a shared chunk fails for a
+// reason that is not a transient conflict, each of its records runs again alone, so one bad record
+// never fails the others.
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { context as otelContext, type Context } from "@opentelemetry/api";
 import { BadRequestSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { invalidArgument, unprocessable } from "../../runtime/errors/index.js";
 import type { TrackingDeps } from "../deps.js";
 import { checkObservation } from "../domain/observation-rules.js";
-import type { DeviceReference, ObservationInputLike } from "../domain/observation-types.js";
+import type { CheckedObservation, DeviceReference, ObservationInputLike } from "../domain/observation-types.js";
 import type { FenceIndex } from "./fence-index.js";
 import { recordChunk, type ChunkContext, type ChunkItem, type ChunkOutcome } from "./record-chunk.js";
 import type { BatchRecordOptions, BatchRecordResult, BatchRejection, RecordOptions, RecordResult } from "./types.js";
@@ -15,6 +22,8 @@ import type { BatchRecordOptions, BatchRecordResult, BatchRejection, RecordOptio
 /** Items per transaction: large enough to amortise round trips, small enough to keep locks short. */
 export const chunkSize = 500;
 const maxAttempts = 3;
+/** Shared transactions of single records in flight at once (per source); more wait and join the next. */
+const singleChunksInFlight = 2;
 // Deadlock, serialization failure, and a foreign key that vanished under us (a fence or device
 // deleted by another instance mid-chunk): running the chunk again sees the new state.
 const transientCodes = new Set(["40P01", "40001", "23503"]);
@@ -46,12 +55,20 @@ export function createRecorder(deps: Omit<TrackingDeps, "engine">, index: FenceI
     }
   }
 
+  // One queue per source: the source is written on every row of a chunk.
+  const queues = new Map<string, GroupCommit>();
+  const queueFor = (options: RecordOptions): GroupCommit => {
+    let queue = queues.get(options.source);
+    if (!queue) queues.set(options.source, (queue = new GroupCommit(run, context(options, true))));
+    return queue;
+  };
+
   return {
     async record(input, options) {
       const check = checkObservation(input, { now: new Date(), resolveIdentifier: options.resolveIdentifier, prefix: "observation." });
       if (check.malformed.length) throw invalidArgument(check.malformed);
       if (check.semantic.length || !check.value) throw unprocessable(check.semantic);
-      const outcome = (await run([{ index: 0, observation: check.value }], context(options, true))).get(0)!;
+      const outcome = await queueFor(options).submit(check.value);
       switch (outcome.kind) {
         case "recorded":
           return { observation: outcome.observation, duplicate: false, speedAlerts: outcome.speedAlerts, breaches: outcome.breaches };
@@ -69,9 +86,10 @@ export function createRecorder(deps: Omit<TrackingDeps, "engine">, index: FenceI
       const now = new Date();
       const result: BatchRecordResult = { accepted: 0, duplicates: 0, rejected: [], speedAlertsRaised: 0, breachesDetected: 0 };
       const valid: ChunkItem[] = [];
+      const requestContext = otelContext.active();
       inputs.forEach((input, i) => {
         const check = checkObservation(input, { now, resolveIdentifier: options.resolveIdentifier, prefix: "" });
-        if (check.value) valid.push({ index: offset + i, observation: check.value });
+        if (check.value) valid.push({ index: offset + i, observation: check.value, context: requestContext });
         else for (const v of [...check.malformed, ...check.semantic]) result.rejected.push({ index: offset + i, ...v });
       });
       const ctx = context(options, false);
@@ -93,6 +111,60 @@ export function createRecorder(deps: Omit<TrackingDeps, "engine">, index: FenceI
       return result;
     },
   };
+}
+
+interface Waiting {
+  observation: CheckedObservation;
+  context: Context;
+  resolve(outcome: ChunkOutcome): void;
+  reject(err: unknown): void;
+}
+
+/** Single records written together: whatever waits while a chunk is in flight forms the next one. */
+class GroupCommit {
+  private queue: Waiting[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly run: (items: ChunkItem[], ctx: ChunkContext) => Promise<Map<number, ChunkOutcome>>,
+    private readonly ctx: ChunkContext,
+  ) {}
+
+  submit(observation: CheckedObservation): Promise<ChunkOutcome> {
+    return new Promise<ChunkOutcome>((resolve, reject) => {
+      this.queue.push({ observation, context: otelContext.active(), resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < singleChunksInFlight && this.queue.length) {
+      const group = this.queue.splice(0, chunkSize);
+      this.inFlight++;
+      void this.write(group).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async write(group: Waiting[]): Promise<void> {
+    const items = group.map((w, index) => ({ index, observation: w.observation, context: w.context }));
+    try {
+      const outcomes = await this.run(items, this.ctx);
+      group.forEach((w, index) => w.resolve(outcomes.get(index)!));
+    } catch (err) {
+      if (group.length === 1) return group[0]!.reject(err);
+      // Each on its own, in arrival order: only the record that cannot be written fails.
+      for (const [n, w] of group.entries()) {
+        try {
+          w.resolve((await this.run([{ ...items[n]!, index: 0 }], this.ctx)).get(0)!);
+        } catch (own) {
+          w.reject(own);
+        }
+      }
+    }
+  }
 }
 
 function unknownDevice(ref: DeviceReference, prefix: string): ConnectError {
