@@ -12,7 +12,7 @@ export interface OutboxRelayOptions {
   pollIntervalMs?: number;
   /** Rows locked and published per transaction (default 2000). */
   batchSize?: number;
-  /** Publishes whose acks are awaited together, after the first of a batch (default 64). */
+  /** Publishes whose acks are awaited together, after the first of a batch (default 500). */
   publishWindow?: number;
   /** Backoff after a failed publish: starts here and doubles (default 500 ms) ... */
   retryInitialDelayMs?: number;
@@ -48,7 +48,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const logger = options.logger.child({ component: 'outbox-relay' });
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   const batchSize = options.batchSize ?? 2_000;
-  const publishWindow = Math.max(1, options.publishWindow ?? 64);
+  const publishWindow = Math.max(1, options.publishWindow ?? 500);
   const retryInitial = options.retryInitialDelayMs ?? 500;
   const retryMax = options.retryMaxDelayMs ?? 30_000;
 
