@@ -14,6 +14,12 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Publishes whose acks are awaited together, after the first of a batch (default 500). */
   publishWindow?: number;
+  /**
+   * Least time between the starts of two cycles asked for by notify() (default 25 ms). A lone
+   * commit is relayed at once; under a stream of small commits (single records), their events
+   * wait at most this long and go out in one relay transaction instead of one each.
+   */
+  coalesceMs?: number;
   /** Backoff after a failed publish: starts here and doubles (default 500 ms) ... */
   retryInitialDelayMs?: number;
   /** ... up to this (default 30 s). */
@@ -49,6 +55,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   const batchSize = options.batchSize ?? 2_000;
   const publishWindow = Math.max(1, options.publishWindow ?? 500);
+  const coalesceMs = options.coalesceMs ?? 25;
   const retryInitial = options.retryInitialDelayMs ?? 500;
   const retryMax = options.retryMaxDelayMs ?? 30_000;
 
@@ -60,6 +67,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   // other past SKIP LOCKED and publish out of order.
   let chain: Promise<unknown> = Promise.resolve();
   let cycleQueued = false;
+  let lastCycleStart = Number.NEGATIVE_INFINITY;
+  let coalesceTimer: NodeJS.Timeout | undefined;
 
   const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
     const run = chain.then(work, work);
@@ -143,6 +152,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   async function cycle(): Promise<void> {
     cycleQueued = false;
     if (stopped) return;
+    lastCycleStart = Date.now();
     let total = 0;
     try {
       for (;;) {
@@ -170,7 +180,9 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   function kick(): void {
     if (stopped || cycleQueued) return;
     cycleQueued = true;
-    void exclusive(cycle);
+    const wait = lastCycleStart + coalesceMs - Date.now();
+    if (wait > 0) coalesceTimer = setTimeout(() => void exclusive(cycle), wait);
+    else void exclusive(cycle);
   }
 
   async function drain(): Promise<void> {
@@ -196,6 +208,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      clearTimeout(coalesceTimer);
       await chain;
     },
   };

@@ -430,4 +430,26 @@ for (const target of targets) {
     // Only the window it was in could overtake it: e0 (the probe) and e1..e4 went first.
     t.deepEqual(seen.slice(0, 5).map(text), ['e0', 'e1', 'e2', 'e3', 'e4']);
   });
+
+  test(name('notifies close together share one relay cycle; drain() does not wait'), async (t) => {
+    const { open, bus, subject, seen } = await fixture(t, target);
+    const db = await open();
+    const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000, coalesceMs: 2_000 });
+    t.teardown(() => relay.stop());
+    await addWidget(db, subject('widget.created'), 'first');
+    relay.notify(); // after the start-up pass's window
+    await until(() => seen.length === 1, 'the first event');
+
+    // The cycle that published it started a moment ago: this one waits out the rest of the 2 s.
+    await addWidget(db, subject('widget.created'), 'second');
+    relay.notify();
+    await new Promise((r) => setTimeout(r, 300));
+    t.is(seen.length, 1, 'not relayed inside the coalescing window');
+    await until(() => seen.length === 2, 'the second event after the window');
+
+    await addWidget(db, subject('widget.created'), 'third');
+    await relay.drain();
+    await until(() => seen.length === 3, 'the drained event');
+    t.deepEqual(seen.map(text), ['first', 'second', 'third']);
+  });
 }
