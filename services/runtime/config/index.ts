@@ -1,5 +1,5 @@
 export { loadConfig, describeConfig, redactUrl, ConfigError } from "./load-config.js";
-export type { MeshworkConfig, LoadConfigOptions, SettingValue } from "./load-config.js";
+export type { ApiKeyConfig, ListItem, LoadConfigOptions, MeshworkConfig, SettingValue, WebhookEndpointConfig } from "./load-config.js";
 export { settings } from "./settings.js";
-export type { Setting, SettingType } from "./settings.js";
+export type { ListField, Setting, SettingType } from "./settings.js";
 export { renderSettingsMarkdown, renderSettingsText, environmentForm } from "./settings-table.js";

@@ -95,3 +95,72 @@ test("describeConfig never shows a password", (t) => {
   t.true(shown.includes("postgres://***:***@db:5432/x"));
   t.is(redactUrl("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
 });
+
+const OPS_KEY = "ops-key-0123456789abcdef";
+const INGEST_KEY = "ingest-key-0123456789abcdef";
+
+test("list settings: a JSON array in appsettings, typed with lower-case roles", (t) => {
+  const cwd = dirWith({
+    "appsettings.json": { Auth: { ApiKeys: [{ Name: "ops", Role: "Operator", Key: OPS_KEY }, { name: "van", role: "ingest", key: INGEST_KEY }] } },
+  });
+  const config = loadConfig({ env: {}, cwd });
+  t.deepEqual(config.auth.apiKeys, [
+    { name: "ops", role: "operator", key: OPS_KEY },
+    { name: "van", role: "ingest", key: INGEST_KEY },
+  ]);
+});
+
+test("list settings: JSON text in a variable, or one field at a time with an index; the later layer replaces the list", (t) => {
+  const cwd = dirWith({ "appsettings.json": { Auth: { ApiKeys: [{ Name: "file", Role: "operator", Key: OPS_KEY }] } } });
+  const fromJson = loadConfig({ cwd, env: { Auth__ApiKeys: JSON.stringify([{ Name: "env", Role: "ingest", Key: INGEST_KEY }]) } });
+  t.deepEqual(fromJson.auth.apiKeys, [{ name: "env", role: "ingest", key: INGEST_KEY }]);
+
+  const fromIndexed = loadConfig({
+    cwd,
+    env: {
+      Webhooks__Endpoints__1__Url: "https://b.example/hook",
+      Webhooks__Endpoints__0__Url: "https://a.example/hook",
+      Webhooks__Endpoints__0__Events: "speed_alert, geofence_breach",
+      Webhooks__Endpoints__0__Secret: "whsec_c2VjcmV0",
+    },
+    flags: ["--Auth:ApiKeys:0:Name=flag", "--Auth:ApiKeys:0:Role=operator", `--Auth:ApiKeys:0:Key=${OPS_KEY}`],
+  });
+  t.deepEqual(fromIndexed.webhooks.endpoints, [
+    { url: "https://a.example/hook", secret: "whsec_c2VjcmV0", events: ["speed_alert", "geofence_breach"] },
+    { url: "https://b.example/hook", events: [] },
+  ]);
+  t.deepEqual(fromIndexed.auth.apiKeys, [{ name: "flag", role: "operator", key: OPS_KEY }]);
+  t.is(fromIndexed.values.get("Auth:ApiKeys")?.source, "flag --Auth:ApiKeys:0:Name");
+});
+
+test("list settings: a bad record names the setting and the problem, never the secret", (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ Auth__ApiKeys: "not json" }, /Auth:ApiKeys .*JSON array/],
+    [{ Auth__ApiKeys: JSON.stringify([{ Name: "x", Role: "admin", Key: OPS_KEY }]) }, /Role must be one of ingest, operator/],
+    [{ Auth__ApiKeys: JSON.stringify([{ Name: "x", Role: "ingest", Key: "short-secret" }]) }, /Key must have at least 16 characters/],
+    [{ Auth__ApiKeys: JSON.stringify([{ Name: "x", Role: "ingest" }]) }, /item 0 lacks Key/],
+    [{ Auth__ApiKeys: JSON.stringify([{ Name: "x", Role: "ingest", Key: OPS_KEY, Colour: "red" }]) }, /unknown field Colour/],
+    [{ Webhooks__Endpoints__0__Secret: "whsec_c2VjcmV0" }, /Webhooks:Endpoints .*lacks Url/],
+  ];
+  for (const [env, message] of cases) {
+    const error = t.throws(() => loadConfig({ env, cwd: dirWith({}) }), { instanceOf: ConfigError });
+    t.regex(error!.message, message);
+    t.false(error!.message.includes("short-secret") || error!.message.includes(OPS_KEY) || error!.message.includes("c2VjcmV0"));
+  }
+});
+
+test("describeConfig masks the secret fields of list settings", (t) => {
+  const config = loadConfig({
+    env: {
+      Auth__ApiKeys: JSON.stringify([{ Name: "ops", Role: "operator", Key: OPS_KEY }]),
+      Webhooks__Endpoints__0__Url: "https://user:pw@a.example/hook",
+      Webhooks__Endpoints__0__Secret: "whsec_c2VjcmV0",
+    },
+    cwd: dirWith({}),
+  });
+  const shown = JSON.stringify(describeConfig(config));
+  t.false(shown.includes(OPS_KEY));
+  t.false(shown.includes("c2VjcmV0"));
+  t.false(shown.includes(":pw@"));
+  t.true(shown.includes('\\"Name\\":\\"ops\\"'));
+});

@@ -3,9 +3,24 @@
 // variables (`Section__Key`) < command-line flags (`--Section:Key=value`).
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { settings, type Setting } from "./settings.js";
+import { settings, type ListField, type Setting } from "./settings.js";
 
-export type SettingValue = string | number | boolean;
+/** One record of a list setting, by field name as the setting declares it (PascalCase). */
+export type ListItem = Readonly<Record<string, string>>;
+export type SettingValue = string | number | boolean | readonly ListItem[];
+
+export interface ApiKeyConfig {
+  name: string;
+  role: "ingest" | "operator";
+  key: string;
+}
+
+export interface WebhookEndpointConfig {
+  url: string;
+  secret?: string;
+  /** Event types this endpoint receives; empty: all. */
+  events: string[];
+}
 
 export interface MeshworkConfig {
   environment: string;
@@ -18,9 +33,23 @@ export interface MeshworkConfig {
   gateway: {
     host: string;
     bodyLimitBytes: number;
+    sseKeepAliveSeconds: number;
     tracking: { port: number };
     protection: { port: number };
     agents: { port: number };
+  };
+  auth: { apiKeys: ApiKeyConfig[]; allowAnonymousPublicBind: boolean };
+  sseToken: { ttlMinutes: number };
+  events: { clientBufferSize: number; replayWindow: number };
+  webhooks: {
+    endpoints: WebhookEndpointConfig[];
+    signingEnabled: boolean;
+    timeoutSeconds: number;
+    maxAttempts: number;
+    retryInitialDelayMs: number;
+    retryMaxDelayMs: number;
+    allowLoopback: boolean;
+    allowPrivateNetworks: boolean;
   };
   tracking: {
     defaultSpeedThresholdKmh: number;
@@ -54,6 +83,7 @@ export interface LoadConfigOptions {
 }
 
 const byLowerKey = new Map(settings.map((s) => [s.key.toLowerCase(), s]));
+const INDEXED_KEY = /^(.+):(\d+):([^:]+)$/;
 const sections = new Set(settings.map((s) => s.key.split(":")[0]!.toLowerCase()));
 
 export function loadConfig(options: LoadConfigOptions = {}): MeshworkConfig {
@@ -63,6 +93,28 @@ export function loadConfig(options: LoadConfigOptions = {}): MeshworkConfig {
   const environment = flags.environment ?? env.MESHWORK_ENVIRONMENT ?? "Production";
 
   const raw = new Map<string, { value: unknown; source: string }>();
+  // `List:Setting:0:Field` keys of one layer, gathered into whole lists when the layer ends.
+  const indexed = new Map<string, { items: Map<number, Record<string, string>>; source: string }>();
+  const place = (key: string, value: unknown, source: string): void => {
+    const match = INDEXED_KEY.exec(key);
+    const list = match ? byLowerKey.get(match[1]!.toLowerCase()) : undefined;
+    if (!match || list?.type.kind !== "list") {
+      raw.set(canonical(key, source), { value, source });
+      return;
+    }
+    const entry = indexed.get(list.key) ?? { items: new Map(), source };
+    const item = entry.items.get(Number(match[2])) ?? {};
+    item[match[3]!] = String(value);
+    entry.items.set(Number(match[2]), item);
+    indexed.set(list.key, entry);
+  };
+  const endLayer = (): void => {
+    for (const [key, { items, source }] of indexed) {
+      const ordered = [...items.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
+      raw.set(key, { value: ordered, source });
+    }
+    indexed.clear();
+  };
   for (const s of settings) {
     if (s.default !== undefined) raw.set(s.key, { value: s.default, source: "default" });
   }
@@ -76,9 +128,9 @@ export function loadConfig(options: LoadConfigOptions = {}): MeshworkConfig {
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || !name.includes("__")) continue;
     if (!sections.has(name.split("__")[0]!.toLowerCase())) continue;
-    const key = canonical(name.replaceAll("__", ":"), `environment variable ${name}`);
-    raw.set(key, { value, source: `environment variable ${name}` });
+    place(name.replaceAll("__", ":"), value, `environment variable ${name}`);
   }
+  endLayer();
   for (const s of settings) {
     for (const alias of s.aliases ?? []) {
       const envKey = s.key.replaceAll(":", "__");
@@ -89,8 +141,9 @@ export function loadConfig(options: LoadConfigOptions = {}): MeshworkConfig {
     }
   }
   for (const [key, value] of flags.values) {
-    raw.set(canonical(key, `flag --${key}`), { value, source: `flag --${key}` });
+    place(key, value, `flag --${key}`);
   }
+  endLayer();
 
   const values = new Map<string, { value: SettingValue; source: string }>();
   for (const [key, { value, source }] of raw) {
@@ -108,6 +161,7 @@ function toTyped(
   // Defaults guarantee a value for every setting but the optional URLs; coerce() fixed the types.
   const get = <T extends SettingValue>(key: string) => values.get(key)?.value as T;
   const optional = (key: string) => values.get(key)?.value as string | undefined;
+  const list = (key: string) => (values.get(key)?.value as readonly ListItem[] | undefined) ?? [];
   const otelEnv: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (name.startsWith("OTEL_") && value !== undefined) otelEnv[name] = value;
@@ -127,9 +181,37 @@ function toTyped(
     gateway: {
       host: get("Gateway:Host"),
       bodyLimitBytes: get("Gateway:BodyLimitBytes"),
+      sseKeepAliveSeconds: get("Gateway:SseKeepAliveSeconds"),
       tracking: { port: get("Gateway:Tracking:Port") },
       protection: { port: get("Gateway:Protection:Port") },
       agents: { port: get("Gateway:Agents:Port") },
+    },
+    auth: {
+      apiKeys: list("Auth:ApiKeys").map((item) => ({
+        name: item.Name!,
+        role: item.Role as ApiKeyConfig["role"],
+        key: item.Key!,
+      })),
+      allowAnonymousPublicBind: get("Auth:AllowAnonymousPublicBind"),
+    },
+    sseToken: { ttlMinutes: get("SseToken:TtlMinutes") },
+    events: { clientBufferSize: get("Events:ClientBufferSize"), replayWindow: get("Events:ReplayWindow") },
+    webhooks: {
+      endpoints: list("Webhooks:Endpoints").map((item) => ({
+        url: item.Url!,
+        ...(item.Secret !== undefined ? { secret: item.Secret } : {}),
+        events: (item.Events ?? "")
+          .split(",")
+          .map((type) => type.trim())
+          .filter((type) => type !== "" && type !== "*"),
+      })),
+      signingEnabled: get("Webhooks:SigningEnabled"),
+      timeoutSeconds: get("Webhooks:TimeoutSeconds"),
+      maxAttempts: get("Webhooks:MaxAttempts"),
+      retryInitialDelayMs: get("Webhooks:RetryInitialDelayMs"),
+      retryMaxDelayMs: get("Webhooks:RetryMaxDelayMs"),
+      allowLoopback: get("Webhooks:AllowLoopback"),
+      allowPrivateNetworks: get("Webhooks:AllowPrivateNetworks"),
     },
     tracking: {
       defaultSpeedThresholdKmh: get("Tracking:DefaultSpeedThresholdKmh"),
@@ -224,6 +306,8 @@ function coerce(setting: Setting, value: unknown, source: string): SettingValue 
       const match = typeof value === "string" ? type.values.find((v) => v === value.toLowerCase()) : undefined;
       return match ?? fail(`one of ${type.values.join(", ")}`);
     }
+    case "list":
+      return coerceList(type.fields, value, fail);
     case "url": {
       const parts = typeof value === "string" ? (type.list ? value.split(",").map((v) => v.trim()) : [value]) : [];
       const valid = parts.length > 0 && parts.every((part) => type.protocols.includes(parseUrl(part)?.protocol ?? ""));
@@ -233,12 +317,67 @@ function coerce(setting: Setting, value: unknown, source: string): SettingValue 
   }
 }
 
+function coerceList(fields: readonly ListField[], value: unknown, fail: (expected: string) => never): readonly ListItem[] {
+  const shape = `a JSON array of objects with ${fields.map((f) => f.name).join(", ")}`;
+  let items: unknown = value;
+  if (typeof value === "string") {
+    try {
+      items = JSON.parse(value);
+    } catch {
+      return fail(shape);
+    }
+  }
+  if (!Array.isArray(items)) return fail(shape);
+  return items.map((item: unknown, index) => {
+    if (item === null || typeof item !== "object" || Array.isArray(item)) return fail(`${shape} (item ${index} is not an object)`);
+    const out: Record<string, string> = {};
+    for (const [name, fieldValue] of Object.entries(item)) {
+      const field = fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
+      if (!field) return fail(`${shape} (item ${index} has an unknown field ${name})`);
+      if (fieldValue === null || fieldValue === undefined) continue;
+      if (typeof fieldValue !== "string" && typeof fieldValue !== "number" && typeof fieldValue !== "boolean") {
+        return fail(`${shape} (item ${index}: ${field.name} must be a string)`);
+      }
+      out[field.name] = String(fieldValue);
+    }
+    for (const field of fields) {
+      const given = out[field.name];
+      if (given === undefined || given === "") {
+        if (field.required) return fail(`${shape} (item ${index} lacks ${field.name})`);
+        delete out[field.name];
+        continue;
+      }
+      if (field.values && !field.values.includes(given.toLowerCase())) {
+        return fail(`${shape} (item ${index}: ${field.name} must be one of ${field.values.join(", ")})`);
+      }
+      if (field.values) out[field.name] = given.toLowerCase();
+      if (field.minLength !== undefined && given.length < field.minLength) {
+        return fail(`${shape} (item ${index}: ${field.name} must have at least ${field.minLength} characters)`);
+      }
+    }
+    return out;
+  });
+}
+
+/** A list setting's records as they are safe to show: secret fields masked. */
+function describeList(setting: Setting, items: readonly ListItem[]): string {
+  if (setting.type.kind !== "list") return "";
+  const secretFields = new Set(setting.type.fields.filter((f) => f.secret).map((f) => f.name));
+  const shown = items.map((item) =>
+    Object.fromEntries(
+      Object.entries(item).map(([name, v]) => [name, secretFields.has(name) ? "***" : name === "Url" ? redactUrl(v) : v]),
+    ),
+  );
+  return JSON.stringify(shown);
+}
+
 /** The configuration as it is safe to show: secrets keep their shape, never their password. */
 export function describeConfig(config: MeshworkConfig): { key: string; value: string; source: string }[] {
   return [...config.values.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([key, { value, source }]) => {
       const setting = byLowerKey.get(key.toLowerCase())!;
+      if (Array.isArray(value)) return { key, value: describeList(setting, value as readonly ListItem[]), source };
       return { key, value: setting.secret ? redactUrl(String(value)) : String(value), source };
     });
 }

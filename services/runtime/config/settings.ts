@@ -6,7 +6,24 @@ export type SettingType =
   | { kind: "int"; min?: number; max?: number }
   | { kind: "bool" }
   | { kind: "enum"; values: readonly string[] }
-  | { kind: "url"; protocols: readonly string[]; list?: boolean };
+  | { kind: "url"; protocols: readonly string[]; list?: boolean }
+  | { kind: "list"; fields: readonly ListField[] };
+
+/**
+ * One field of the records in a list setting. A list is given as a JSON array in appsettings, as
+ * JSON text in a variable or flag (`Auth__ApiKeys='[{"Name":"ops",...}]'`), or one field at a
+ * time with an index (`Auth__ApiKeys__0__Key=...`). Field names are matched case-insensitively.
+ */
+export interface ListField {
+  /** PascalCase, as written in appsettings.json. */
+  name: string;
+  required?: boolean;
+  /** Never shown: redacted in `describeConfig`, errors and logs. */
+  secret?: boolean;
+  /** Allowed values, when the field is an enumeration. */
+  values?: readonly string[];
+  minLength?: number;
+}
 
 export interface Setting {
   /** `Section:Key`, the form used in appsettings.json paths and in messages. */
@@ -133,6 +150,106 @@ export const settings: readonly Setting[] = [
     type: { kind: "int", min: 1, max: 1_000_000 },
     default: 50_000,
     description: "Most rows in one csv/geojson/gpx export; a capped export says so in X-Export-Truncated.",
+  },
+  {
+    key: "Auth:ApiKeys",
+    type: {
+      kind: "list",
+      fields: [
+        { name: "Name", required: true },
+        { name: "Role", required: true, values: ["ingest", "operator"] },
+        { name: "Key", required: true, secret: true, minLength: 16 },
+      ],
+    },
+    secret: true,
+    description:
+      "API keys accepted in `X-Api-Key`: a list of `{ Name, Role, Key }`, Role `ingest` or `operator`, Key at least 16 characters. None: the tracking API is open (and binds to loopback only).",
+  },
+  {
+    key: "Auth:AllowAnonymousPublicBind",
+    type: { kind: "bool" },
+    default: false,
+    description: "Let the fronts bind to a non-loopback Gateway:Host while no API key is configured (anyone who can reach it may call everything).",
+  },
+  {
+    key: "SseToken:TtlMinutes",
+    type: { kind: "int", min: 1, max: 1440 },
+    default: 10,
+    description: "Lifetime of an event stream token from POST /api/events/token, in minutes.",
+  },
+  {
+    key: "Events:ClientBufferSize",
+    type: { kind: "int", min: 1, max: 100_000 },
+    default: 100,
+    description: "Events held for one slow stream client; beyond it the oldest are dropped and a `dropped` event says how many.",
+  },
+  {
+    key: "Events:ReplayWindow",
+    type: { kind: "int", min: 0, max: 1_000_000 },
+    default: 10_000,
+    description: "Events the in-process bus keeps for `Last-Event-ID` resume (JetStream keeps its own stream).",
+  },
+  {
+    key: "Gateway:SseKeepAliveSeconds",
+    type: { kind: "int", min: 1, max: 3600 },
+    default: 15,
+    description: "Interval of the keep-alive comment on open server-sent event streams.",
+  },
+  {
+    key: "Webhooks:Endpoints",
+    type: {
+      kind: "list",
+      fields: [
+        { name: "Url", required: true },
+        { name: "Secret", secret: true },
+        { name: "Events" },
+      ],
+    },
+    secret: true,
+    description:
+      "Webhook destinations: a list of `{ Url, Secret, Events }`; Secret is the Standard Webhooks key (`whsec_` + base64), Events a comma-separated filter of event types (unset or `*`: all).",
+  },
+  {
+    key: "Webhooks:SigningEnabled",
+    type: { kind: "bool" },
+    default: true,
+    description: "Sign deliveries (webhook-id, webhook-timestamp, webhook-signature). Off only when set to false explicitly.",
+  },
+  {
+    key: "Webhooks:TimeoutSeconds",
+    type: { kind: "int", min: 1, max: 300 },
+    default: 10,
+    description: "How long one delivery attempt waits for the receiver.",
+  },
+  {
+    key: "Webhooks:MaxAttempts",
+    type: { kind: "int", min: 1, max: 100 },
+    default: 4,
+    description: "Attempts per event and endpoint, the first included, before the delivery is given up.",
+  },
+  {
+    key: "Webhooks:RetryInitialDelayMs",
+    type: { kind: "int", min: 1, max: 3_600_000 },
+    default: 1000,
+    description: "Delay before the first retry; each later one doubles it (with jitter), up to Webhooks:RetryMaxDelayMs. A Retry-After from the receiver wins.",
+  },
+  {
+    key: "Webhooks:RetryMaxDelayMs",
+    type: { kind: "int", min: 1, max: 86_400_000 },
+    default: 30_000,
+    description: "Longest delay between two attempts.",
+  },
+  {
+    key: "Webhooks:AllowLoopback",
+    type: { kind: "bool" },
+    default: false,
+    description: "Allow destinations that resolve to loopback addresses (refused otherwise, against SSRF).",
+  },
+  {
+    key: "Webhooks:AllowPrivateNetworks",
+    type: { kind: "bool" },
+    default: false,
+    description: "Allow destinations that resolve to private, link-local or other non-public addresses.",
   },
   {
     key: "Telemetry:Exporter",
