@@ -33,7 +33,10 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
     },
 
     async getAsset(req) {
-      return toAsset(await load(deps.db.em(), requireUuid("id", req.id)));
+      const id = requireUuid("id", req.id);
+      const row = await deps.db.reads.byId(AssetEntity, id);
+      if (!row) throw notFound(`asset ${id} not found`);
+      return toAsset(row);
     },
 
     async createAsset(req) {

@@ -50,7 +50,10 @@ export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceServ
     },
 
     async getDevice(req) {
-      return toDevice(await load(deps.db.em(), requireUuid("id", req.id)));
+      const id = requireUuid("id", req.id);
+      const row = await deps.db.reads.byId(DeviceEntity, id);
+      if (!row) throw notFound(`device ${id} not found`);
+      return toDevice(row);
     },
 
     async createDevice(req) {

@@ -4,6 +4,7 @@ import { MikroORM, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql'
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
 import { MIGRATIONS_TABLE, applyMigrations, collectModules, migrationList } from './migrations.js';
 import { OrmLogger } from './orm-logger.js';
+import { createPreparedReads } from './prepared-reads.js';
 import { redactUrl } from './redact-url.js';
 import type { Database, DatabaseOptions, HealthStatus } from './types.js';
 
@@ -105,7 +106,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
   };
 
-  return { orm, em: () => orm.em.fork(), close, health, mode };
+  return { orm, em: () => orm.em.fork(), reads: createPreparedReads(orm), close, health, mode };
 }
 
 // Driver errors can echo the connection string; keep the password out of whatever the caller logs.

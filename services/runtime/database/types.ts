@@ -4,6 +4,7 @@ import type { Migration } from '@mikro-orm/migrations';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 
 import type { LoggerLike as Logger } from '../logging/logger-like.js';
+import type { PreparedReads } from './prepared-reads.js';
 
 /** Re-exported so this module's public types stay self-contained. */
 export type { Logger };
@@ -47,6 +48,11 @@ export interface Database {
    * second fork queried there would wait for it (and time out).
    */
   em(): EntityManager;
+  /**
+   * Hot-path reads by primary key as named prepared statements on the ORM's pool, without an
+   * EntityManager (no identity map). For a request that reads one row and answers it.
+   */
+  reads: PreparedReads;
   close(): Promise<void>;
   health(): Promise<HealthStatus>;
   mode: 'embedded' | 'postgres';
