@@ -66,6 +66,12 @@ async function main(argv: string[]): Promise<void> {
     logger,
   });
   const mesh = await startMesh({ config, logger, mode }).catch(async (err: unknown) => {
+    if (err instanceof ConfigError) {
+      // Settings that only make sense together (keys and bind addresses) are checked at start.
+      process.stderr.write(`meshwork: ${err.message}\n`);
+      await telemetry.shutdown();
+      process.exit(2);
+    }
     logger.fatal({ err }, "meshwork failed to start");
     await telemetry.shutdown();
     process.exit(1);

@@ -114,7 +114,7 @@ test("forwardRequestIdInterceptor carries the current request id to the next cal
     { transport: { interceptors: [forwardRequestIdInterceptor] } },
   );
   const client = createClient(Health, transport);
-  await requestContext.run({ requestId: "from-gateway-1" }, () => client.check({ service: "" }));
+  await requestContext.run({ requestId: "from-gateway-1", values: new Map() }, () => client.check({ service: "" }));
   await client.check({ service: "" });
   t.is(seen[0], "from-gateway-1");
   t.regex(seen[1] ?? "", /^[0-9a-f-]{36}$/, "outside a request, the server makes its own");

@@ -6,6 +6,12 @@ export const REQUEST_ID_HEADER = "x-request-id";
 
 export interface RequestContext {
   readonly requestId: string;
+  /**
+   * Request-scoped values other interceptors attach (the caller's identity, for one), kept here so
+   * a call needs one AsyncLocalStorage, not one per concern: each enabled store costs something
+   * on every promise the process creates.
+   */
+  readonly values: Map<symbol, unknown>;
 }
 
 export const requestContext = new AsyncLocalStorage<RequestContext>();

@@ -17,7 +17,7 @@ function capture() {
 test("every line written while handling a request carries its request id", (t) => {
   const { lines, logger } = capture();
   logger.info("outside");
-  requestContext.run({ requestId: "req-42" }, () => {
+  requestContext.run({ requestId: "req-42", values: new Map() }, () => {
     logger.info({ step: 1 }, "inside");
     logger.child({ component: "db" }).warn("inside, from a child");
   });
@@ -42,4 +42,15 @@ test("credentials are redacted wherever they appear", (t) => {
   const text = JSON.stringify(lines[0]);
   for (const secret of ["abc.def", "k-123", "t-1", '"pw"', '"s"', '"a"', "u:pw"]) t.false(text.includes(secret), secret);
   t.is((lines[0]!.headers as Record<string, string>).authorization, "[redacted]");
+});
+
+test("API keys are redacted as headers, as gRPC metadata and in the configuration", (t) => {
+  const { lines, logger } = capture();
+  logger.info({ "x-api-key": "k-top-level", metadata: { "x-api-key": "k-metadata", authorization: "Bearer m-1" } }, "call");
+  logger.info({ req: { headers: { "x-api-key": "k-req", authorization: "Bearer r-1" } } }, "request");
+  logger.info({ auth: { apiKeys: [{ name: "ops", role: "operator", key: "k-auth" }] } }, "auth");
+  logger.info({ config: { auth: { apiKeys: [{ name: "ops", role: "operator", key: "k-config" }] } } }, "config");
+  const text = JSON.stringify(lines);
+  for (const secret of ["k-top-level", "k-metadata", "m-1", "k-req", "r-1", "k-auth", "k-config"]) t.false(text.includes(secret), secret);
+  t.is((lines[0]!.metadata as Record<string, string>)["x-api-key"], "[redacted]");
 });

@@ -11,7 +11,7 @@ const ACCEPTABLE_REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 export const requestContextInterceptor: Interceptor = (next) => async (req) => {
   const offered = req.header.get(REQUEST_ID_HEADER);
   const requestId = offered !== null && ACCEPTABLE_REQUEST_ID.test(offered) ? offered : randomUUID();
-  const store: RequestContext = { requestId };
+  const store: RequestContext = { requestId, values: new Map() };
   const run = <R>(fn: () => R): R => requestContext.run(store, fn);
   const stamp = (error: unknown): unknown => {
     // Error metadata travels as response headers or trailers, so failed calls echo the id too.
