@@ -1,5 +1,6 @@
-// The tracking_integration_feed table. Devices may name a feed; the feed endpoints themselves
-// arrive with the live-surface work (issue 4).
+// The tracking_integration_feed table, served by IntegrationService. Devices may name a feed
+// (ON DELETE SET NULL). configuration_json holds the real secrets: read it only through
+// mappers/to-integration-feed.ts, which masks them.
 import { EntitySchema } from "@mikro-orm/core";
 
 export interface IntegrationFeedRow {
