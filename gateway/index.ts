@@ -3,6 +3,7 @@ export { createFront, type Front, type FrontOptions } from "./front.js";
 export {
   createGatewayHandler,
   DEFAULT_BODY_LIMIT_BYTES,
+  DEFAULT_SSE_KEEP_ALIVE_SECONDS,
   type GatewayHandler,
   type GatewayHandlerOptions,
   type RouteInfo,
@@ -12,6 +13,7 @@ export type { HeaderForwarder } from "./http/forward-headers.js";
 export type { FrontStyle } from "./style.js";
 export type { StreamFramer } from "./streams/framer.js";
 export { ndjsonFramer } from "./streams/ndjson.js";
+export { SERVER_SENT_EVENT_BATCH_TYPE, SERVER_SENT_EVENT_TYPE } from "./streams/sse-framer.js";
 export { parsePathTemplate, TemplateSyntaxError, type PathTemplate } from "./transcoder/http-rule.js";
 export { RouteConflictError } from "./transcoder/route-trie.js";
 export { httpStatusOf } from "./transcoder/status-codes.js";

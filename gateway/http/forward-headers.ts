@@ -4,8 +4,9 @@ import type { IncomingMessage } from "node:http";
 /** Adds or changes headers sent to the service; called once per request. */
 export type HeaderForwarder = (req: IncomingMessage, outgoing: Record<string, string>) => void;
 
-// Trace context, credentials the service's auth policy checks, nothing else by default.
-const FORWARDED = ["traceparent", "tracestate", "authorization", "x-api-key"] as const;
+// Trace context, credentials the service's auth policy checks, and Last-Event-ID, with which a
+// reconnecting event-stream client asks for what it missed. Nothing else by default.
+const FORWARDED = ["traceparent", "tracestate", "authorization", "x-api-key", "last-event-id"] as const;
 
 export function serviceHeaders(
   req: IncomingMessage,

@@ -74,7 +74,7 @@ export function captureLogger(logs: LogEntry[]): GatewayLogger {
   return logger;
 }
 
-export type HarnessOptions = Pick<FrontOptions, "bodyLimitBytes" | "forwardHeaders" | "streamFramers">;
+export type HarnessOptions = Pick<FrontOptions, "bodyLimitBytes" | "forwardHeaders" | "streamFramers" | "sseKeepAliveSeconds">;
 
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const responders = new Map<string, Responder>();

@@ -44,12 +44,7 @@ export function compileResponsePlan(
   registry: Registry | undefined,
 ): ResponsePlan {
   const output = method.output;
-  const options: JsonWriteOptions = {
-    alwaysEmitImplicit: true,
-    enumAsInteger: false,
-    useProtoFieldName: style.jsonNaming === "proto-name",
-    registry,
-  };
+  const write = messageJsonWriter(output, style, registry);
   const where = `${method.parent.typeName}.${method.name}`;
   const wholeIsRaw = output.typeName === HTTP_BODY;
   const rawFields = wholeIsRaw ? [] : output.fields.filter(isHttpBodyField);
@@ -66,14 +61,11 @@ export function compileResponsePlan(
     }
     pick = keyOf(field, style.jsonNaming);
   }
-  const nulls = style.emitNullForUnset ? nullPlanOf(output, style.jsonNaming) : undefined;
-  const fill = nulls && hasWork(output) ? nulls : undefined;
   return {
     status,
     writesBody: status !== 204,
     toJson(message: Message): JsonValue {
-      let json = toJson(output, message, options) as JsonObject;
-      if (fill) json = fillNulls(json, fill);
+      const json = write(message);
       for (const key of rawKeys) delete json[key];
       // An unset message named by response_body has no JSON of its own: it is null.
       return pick === undefined ? json : (json[pick] ?? null);
@@ -86,6 +78,30 @@ export function compileResponsePlan(
       }
       return undefined;
     },
+  };
+}
+
+/**
+ * How a service's REST answers write a message of this type: its JSON naming, every documented
+ * property present, optional ones as null when the style asks for it. Also used for messages an
+ * answer carries packed in a google.protobuf.Any (server-sent event data).
+ */
+export function messageJsonWriter(
+  desc: DescMessage,
+  style: ServiceStyle,
+  registry: Registry | undefined,
+): (message: Message) => JsonObject {
+  const options: JsonWriteOptions = {
+    alwaysEmitImplicit: true,
+    enumAsInteger: false,
+    useProtoFieldName: style.jsonNaming === "proto-name",
+    registry,
+  };
+  const nulls = style.emitNullForUnset ? nullPlanOf(desc, style.jsonNaming) : undefined;
+  const fill = nulls && hasWork(desc) ? nulls : undefined;
+  return (message) => {
+    const json = toJson(desc, message, options) as JsonObject;
+    return fill ? fillNulls(json, fill) : json;
   };
 }
 

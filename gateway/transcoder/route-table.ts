@@ -10,6 +10,7 @@ import {
 } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { success_status } from "../../gen/meshwork/api/v1/options_pb.js";
+import { isEventStreamType } from "../streams/sse-framer.js";
 import { serviceStyleOf, type ServiceStyle } from "../style.js";
 import { clientFieldPath } from "./field-paths.js";
 import { bindingsOfRule, type HttpBinding } from "./http-rule.js";
@@ -27,6 +28,8 @@ export interface CompiledRoute {
   readonly request: RequestPlan;
   readonly response: ResponsePlan;
   readonly streaming: boolean;
+  /** A server stream of meshwork.api.v1.ServerSentEvent(Batch): framed as text/event-stream. */
+  readonly eventStream: boolean;
   /** A service's field path (from a BadRequest violation) as this route's client names it. */
   renameField(path: string): string;
 }
@@ -91,6 +94,7 @@ export function compileRouteTable(
       request,
       response,
       streaming,
+      eventStream: streaming && isEventStreamType(method.output.typeName),
       renameField: (path) => clientFieldPath(method.input, request.bodyField, style.jsonNaming, path),
     };
     trie.insert(binding.httpMethod, binding.path, route, label);

@@ -83,7 +83,7 @@ const source = (method: RouteSource["method"], init: Parameters<typeof create<ty
 
 test("the test contract compiles into one route per binding", (t) => {
   const table = compileRouteTable(routeSourcesOf([LibraryService]));
-  t.is(table.routes.length, 14);
+  t.is(table.routes.length, 16);
   t.true(table.routes.some((r) => r.httpMethod === "SEARCH" && r.template === "/v1/books"));
 });
 

@@ -230,6 +230,14 @@ for (const adapter of adapters) {
     t.deepEqual(filtered, ['5']);
   });
 
+  test(name('streamInfo gives the first and last sequence a stream holds'), async (t) => {
+    const { bus, stream, subject } = await fixture(t, adapter.url);
+    t.deepEqual(await bus.streamInfo(stream.name), { firstSeq: 1, lastSeq: 0 });
+    const first = await bus.publish(subject('i.one'), encode('1'), { id: 'i-1' });
+    const second = await bus.publish(subject('i.two'), encode('2'), { id: 'i-2' });
+    t.deepEqual(await bus.streamInfo(stream.name), { firstSeq: first.seq, lastSeq: second.seq });
+  });
+
   test(name('publishing to a subject no stream captures is an error, not a silent drop'), async (t) => {
     const { bus } = await fixture(t, adapter.url);
     await t.throwsAsync(bus.publish(`nowhere${randomBytes(4).toString('hex')}.x`, encode('lost'), { id: 'lost-1' }));
@@ -255,4 +263,42 @@ test('memory: streams with overlapping subjects are refused, as NATS does', asyn
   t.teardown(() => bus.close());
   await bus.ensureStreams([{ name: 'WIDE', subjects: ['wide.>'] }]);
   await t.throwsAsync(bus.ensureStreams([{ name: 'NARROW', subjects: ['wide.v1.*'] }]), { message: /overlap/ });
+});
+
+test('memory: the replay window keeps the newest messages once no durable consumer needs older ones', async (t) => {
+  const bus = await openBus({ logger, replayWindow: 3 });
+  t.teardown(() => bus.close());
+  await bus.ensureStreams([{ name: 'WINDOW', subjects: ['window.>'] }]);
+  for (const n of [1, 2, 3, 4, 5]) await bus.publish('window.x', encode(`${n}`), { id: `w-${n}` });
+  t.deepEqual(await bus.streamInfo('WINDOW'), { firstSeq: 3, lastSeq: 5 });
+  const replayed: number[] = [];
+  const sub = await bus.subscribe({ stream: 'WINDOW', startSeq: 1 }, (m) => replayed.push(m.seq));
+  t.teardown(() => sub.stop());
+  await until(() => replayed.length === 3, 'the retained messages');
+  t.deepEqual(replayed, [3, 4, 5], 'a replay from before the window starts at the oldest kept');
+});
+
+test('memory: a lagging durable consumer keeps its messages beyond the replay window, up to maxMsgs', async (t) => {
+  const bus = await openBus({ logger, replayWindow: 2 });
+  t.teardown(() => bus.close());
+  await bus.ensureStreams([{ name: 'LAG', subjects: ['lag.>'], maxMsgs: 6 }]);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const got: number[] = [];
+  const consumer = await bus.consume({ stream: 'LAG', durable: 'slow' }, async (m) => {
+    got.push(m.seq);
+    await gate;
+  });
+  t.teardown(() => consumer.stop());
+  for (const n of [1, 2, 3, 4, 5]) await bus.publish('lag.x', encode(`${n}`), { id: `l-${n}` });
+  await until(() => got.length === 1, 'the first delivery');
+  t.deepEqual(await bus.streamInfo('LAG'), { firstSeq: 1, lastSeq: 5 }, 'nothing the consumer still needs is dropped');
+  for (const n of [6, 7, 8]) await bus.publish('lag.x', encode(`${n}`), { id: `l-${n}` });
+  t.deepEqual(await bus.streamInfo('LAG'), { firstSeq: 3, lastSeq: 8 }, 'maxMsgs stays the ceiling');
+  release();
+  await until(() => got.length === 7, 'the rest');
+  t.deepEqual(got, [1, 3, 4, 5, 6, 7, 8]);
+  await bus.publish('lag.x', encode('9'), { id: 'l-9' });
+  await until(() => got.length === 8, 'the ninth');
+  t.deepEqual(await bus.streamInfo('LAG'), { firstSeq: 8, lastSeq: 9 }, 'once consumed, the window applies');
 });

@@ -1,6 +1,6 @@
 // Event bus module: one contract, backed by NATS JetStream or by an in-process implementation.
 export { openBus } from './open-bus.js';
-export { createMemoryBus } from './memory-bus.js';
+export { createMemoryBus, type MemoryBusOptions } from './memory-bus.js';
 export { connectNatsBus } from './nats-bus.js';
 export { subjectMatches, subjectsOverlap } from './subject-match.js';
 export type {
@@ -15,5 +15,6 @@ export type {
   RetryPolicy,
   Stoppable,
   StreamDefinition,
+  StreamInfo,
   SubscribeOptions,
 } from './types.js';

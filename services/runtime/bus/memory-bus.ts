@@ -12,6 +12,7 @@ import type {
   PublishOptions,
   Stoppable,
   StreamDefinition,
+  StreamInfo,
   SubscribeOptions,
 } from './types.js';
 
@@ -29,26 +30,42 @@ interface StoredMessage {
 
 class MemoryStream {
   definition: StreamDefinition;
-  /** Contiguous by sequence: retention only ever drops from the front. */
+  /**
+   * Contiguous by sequence from `head` on: retention only ever drops from the front, by moving
+   * `head`, and the array is compacted now and then, so a full stream costs O(1) per publish.
+   */
   private messages: StoredMessage[] = [];
+  private head = 0;
   lastSeq = 0;
   /** Insertion-ordered, hence also ordered by time, which makes pruning a scan from the front. */
   private seen = new Map<string, { seq: number; at: number }>();
   private listeners = new Set<() => void>();
 
-  constructor(definition: StreamDefinition) {
+  /**
+   * @param window messages kept for replay once no durable consumer needs them (undefined: up to maxMsgs)
+   * @param neededFrom lowest sequence a durable consumer of this stream has yet to finish
+   */
+  constructor(
+    definition: StreamDefinition,
+    private readonly window: number | undefined,
+    private readonly neededFrom: () => number,
+  ) {
     this.definition = definition;
+  }
+
+  get size(): number {
+    return this.messages.length - this.head;
   }
 
   get firstSeq(): number {
     this.expire();
-    return this.messages[0]?.seq ?? this.lastSeq + 1;
+    return this.messages[this.head]?.seq ?? this.lastSeq + 1;
   }
 
   get(seq: number): StoredMessage | undefined {
     this.expire();
-    const first = this.messages[0];
-    return first ? this.messages[seq - first.seq] : undefined;
+    const first = this.messages[this.head];
+    return first && seq >= first.seq ? this.messages[this.head + seq - first.seq] : undefined;
   }
 
   append(subject: string, data: Uint8Array, opts: PublishOptions): PublishAck {
@@ -72,8 +89,7 @@ class MemoryStream {
       timestamp: new Date(now),
     });
     this.seen.set(opts.id, { seq, at: now });
-    const maxMsgs = this.definition.maxMsgs ?? DEFAULT_MAX_MSGS;
-    if (this.messages.length > maxMsgs) this.messages.splice(0, this.messages.length - maxMsgs);
+    this.trim();
     this.expire();
     for (const listener of this.listeners) listener();
     return { stream: this.definition.name, seq, duplicate: false };
@@ -84,18 +100,44 @@ class MemoryStream {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * maxMsgs is a hard ceiling, as in JetStream. Below it, the replay window keeps the newest
+   * messages and anything a durable consumer has not finished yet, so a short window never costs
+   * a lagging consumer its events.
+   */
+  private trim(): void {
+    const ceiling = this.definition.maxMsgs ?? DEFAULT_MAX_MSGS;
+    let drop = this.size - ceiling;
+    if (this.window !== undefined && this.size > this.window) {
+      const first = this.messages[this.head]!.seq;
+      const unneeded = this.neededFrom() - first;
+      drop = Math.max(drop, Math.min(this.size - this.window, unneeded));
+    }
+    if (drop > 0) this.dropFront(drop);
+  }
+
+  private dropFront(count: number): void {
+    for (let i = this.head; i < this.head + count; i++) this.messages[i] = undefined as unknown as StoredMessage;
+    this.head += count;
+    if (this.head >= 1024 && this.head * 2 >= this.messages.length) {
+      this.messages = this.messages.slice(this.head);
+      this.head = 0;
+    }
+  }
+
   private expire(): void {
     const maxAge = this.definition.maxAgeMs;
     if (!maxAge) return;
     const cutoff = Date.now() - maxAge;
     let drop = 0;
-    while (drop < this.messages.length && this.messages[drop]!.timestamp.getTime() < cutoff) drop++;
-    if (drop > 0) this.messages.splice(0, drop);
+    while (drop < this.size && this.messages[this.head + drop]!.timestamp.getTime() < cutoff) drop++;
+    if (drop > 0) this.dropFront(drop);
   }
 }
 
 /** Server-side state of a durable consumer; it outlives the consume() calls that attach to it. */
 interface DurableState {
+  stream: string;
   filterSubjects: string[] | undefined;
   /** Highest sequence already handed out for the first time. */
   cursor: number;
@@ -125,10 +167,30 @@ class Waker {
   }
 }
 
-export function createMemoryBus(opts: { logger: Logger }): EventBus {
+export interface MemoryBusOptions {
+  logger: Logger;
+  /**
+   * Messages each stream keeps for replay (Last-Event-ID resume) once no durable consumer still
+   * needs them; a stream's maxMsgs (default 100,000) stays the ceiling. Unset: up to maxMsgs.
+   */
+  replayWindow?: number;
+}
+
+export function createMemoryBus(opts: MemoryBusOptions): EventBus {
   const logger = opts.logger.child({ component: 'bus', bus: 'memory' });
   const streams = new Map<string, MemoryStream>();
   const durables = new Map<string, DurableState>();
+
+  /** The lowest sequence some durable consumer of the stream has not finished (acked) yet. */
+  const neededFrom = (streamName: string): number => {
+    let floor = Infinity;
+    for (const state of durables.values()) {
+      if (state.stream !== streamName) continue;
+      floor = Math.min(floor, state.cursor + 1);
+      for (const seq of state.pending.keys()) floor = Math.min(floor, seq);
+    }
+    return floor;
+  };
   const running = new Set<Stoppable>();
   let closed = false;
 
@@ -162,7 +224,7 @@ export function createMemoryBus(opts: { logger: Logger }): EventBus {
       }
       const existing = streams.get(def.name);
       if (existing) existing.definition = { ...def };
-      else streams.set(def.name, new MemoryStream({ ...def }));
+      else streams.set(def.name, new MemoryStream({ ...def }, opts.replayWindow, () => neededFrom(def.name)));
     }
   }
 
@@ -183,6 +245,7 @@ export function createMemoryBus(opts: { logger: Logger }): EventBus {
     let state = durables.get(key);
     if (!state) {
       state = {
+        stream: options.stream,
         filterSubjects: options.filterSubjects,
         cursor: options.deliverFrom === 'new' ? stream.lastSeq : 0,
         pending: new Map(),
@@ -311,6 +374,12 @@ export function createMemoryBus(opts: { logger: Logger }): EventBus {
     return subscription;
   }
 
+  async function streamInfo(name: string): Promise<StreamInfo> {
+    assertOpen();
+    const stream = streamNamed(name);
+    return { firstSeq: stream.firstSeq, lastSeq: stream.lastSeq };
+  }
+
   async function health(): Promise<BusHealth> {
     return closed ? { ok: false, detail: 'closed' } : { ok: true };
   }
@@ -322,5 +391,5 @@ export function createMemoryBus(opts: { logger: Logger }): EventBus {
     logger.debug('in-process bus closed');
   }
 
-  return { kind: 'memory', ensureStreams, publish, consume, subscribe, health, close };
+  return { kind: 'memory', ensureStreams, publish, consume, subscribe, streamInfo, health, close };
 }

@@ -27,6 +27,7 @@ import type {
   PublishOptions,
   Stoppable,
   StreamDefinition,
+  StreamInfo,
   SubscribeOptions,
 } from './types.js';
 
@@ -249,6 +250,12 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
     return stoppable;
   }
 
+  async function streamInfo(name: string): Promise<StreamInfo> {
+    const { state } = await jsm.streams.info(name);
+    // An empty stream reports first_seq 0 (never written) or last_seq + 1 (purged or aged out).
+    return { firstSeq: state.messages > 0 ? state.first_seq : state.last_seq + 1, lastSeq: state.last_seq };
+  }
+
   async function health(): Promise<BusHealth> {
     if (closing || nc.isClosed()) return { ok: false, detail: 'connection closed' };
     let timer: NodeJS.Timeout | undefined;
@@ -276,7 +283,7 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
     return closing;
   }
 
-  return { kind: 'nats', ensureStreams, publish, consume, subscribe, health, close };
+  return { kind: 'nats', ensureStreams, publish, consume, subscribe, streamInfo, health, close };
 }
 
 async function watchStatus(nc: NatsConnection, logger: Logger): Promise<void> {

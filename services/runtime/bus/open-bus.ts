@@ -5,5 +5,5 @@ import type { EventBus, OpenBusOptions } from './types.js';
 
 export async function openBus(options: OpenBusOptions): Promise<EventBus> {
   if (options.url) return connectNatsBus({ url: options.url, logger: options.logger, name: options.name });
-  return createMemoryBus({ logger: options.logger });
+  return createMemoryBus({ logger: options.logger, replayWindow: options.replayWindow });
 }

@@ -64,6 +64,14 @@ export interface SubscribeOptions {
   startSeq?: number;
 }
 
+/** What a stream holds now. */
+export interface StreamInfo {
+  /** Oldest sequence still retained; lastSeq + 1 when the stream holds nothing. */
+  firstSeq: number;
+  /** Sequence of the newest message ever stored; 0 when none was. */
+  lastSeq: number;
+}
+
 export interface Stoppable {
   stop(): Promise<void>;
 }
@@ -81,6 +89,8 @@ export interface EventBus {
   consume(opts: ConsumeOptions, handler: (m: BusMessage) => Promise<void>): Promise<Stoppable>;
   /** Ephemeral ordered subscription from a start sequence (live streams, Last-Event-ID replay). */
   subscribe(opts: SubscribeOptions, handler: (m: BusMessage) => void): Promise<Stoppable>;
+  /** Where a stream starts and ends now, e.g. to tell a resume point that is gone from one never reached. */
+  streamInfo(stream: string): Promise<StreamInfo>;
   health(): Promise<BusHealth>;
   close(): Promise<void>;
 }
@@ -91,4 +101,6 @@ export interface OpenBusOptions {
   logger: Logger;
   /** Connection name shown by the NATS server. */
   name?: string;
+  /** In-process bus only: messages each stream keeps for replay (see MemoryBusOptions). JetStream keeps its own. */
+  replayWindow?: number;
 }

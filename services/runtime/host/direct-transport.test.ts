@@ -450,6 +450,18 @@ test("a handler cannot change the caller's request, nor the caller the handler's
   t.deepEqual(toJson(BookSchema, kept), toJson(BookSchema, clone(BookSchema, second)), "the handler's object is unchanged");
 });
 
+test("a response the handler froze reaches every caller as that one instance, uncopied", async (t) => {
+  const shared = Object.freeze(create(BookSchema, { name: "shelves/1/books/1", title: "Shared", tags: Object.freeze(["x"]) as string[] }));
+  const transport = createDirectTransport([defineService(LibraryService, { getBook: () => shared })]);
+  const client = createClient(LibraryService, transport);
+  const [a, b] = await Promise.all([client.getBook({}), client.getBook({})]);
+  t.is(a, shared);
+  t.is(b, shared);
+  t.throws(() => {
+    (a as { title: string }).title = "changed";
+  }, { instanceOf: TypeError }, "nobody can change it (ESM code is strict)");
+});
+
 test("a caller changing its request while the handler awaits does not reach the handler", async (t) => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));

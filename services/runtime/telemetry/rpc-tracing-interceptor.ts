@@ -107,7 +107,7 @@ function createRpcInterceptor(side: "server" | "client", options: RpcTracingOpti
         finish();
         return res;
       }
-      return { ...res, message: traceStream(res.message, active, finish) };
+      return { ...res, message: traceStream(res.message, carries ? active : undefined, finish) };
     } catch (error) {
       finish(error);
       throw error;
@@ -128,14 +128,16 @@ function statusAttributes(system: string, error: unknown): { code: number; attri
 
 // A stream's span lasts until its last message (or its error); each pull runs in the span's
 // context, since that is when a streaming handler's code actually executes.
-function traceStream<T>(source: AsyncIterable<T>, active: Context, finish: (error?: unknown) => void): AsyncIterable<T> {
+function traceStream<T>(source: AsyncIterable<T>, active: Context | undefined, finish: (error?: unknown) => void): AsyncIterable<T> {
+  // No context to carry (see `carries`): each pull runs as it is, only the end is noted.
+  const within = <R>(fn: () => R): R => (active ? context.with(active, fn) : fn());
   return {
     [Symbol.asyncIterator](): AsyncIterator<T> {
-      const it = context.with(active, () => source[Symbol.asyncIterator]());
+      const it = within(() => source[Symbol.asyncIterator]());
       return {
         async next() {
           try {
-            const result = await context.with(active, () => it.next());
+            const result = await within(() => it.next());
             if (result.done === true) {
               finish();
             }
@@ -148,7 +150,7 @@ function traceStream<T>(source: AsyncIterable<T>, active: Context, finish: (erro
         async return(value?: unknown) {
           // The consumer stopped early: the other side went away.
           finish(new ConnectError("stream abandoned", Code.Canceled));
-          return it.return ? await context.with(active, () => it.return!(value)) : { done: true, value: undefined };
+          return it.return ? await within(() => it.return!(value)) : { done: true, value: undefined };
         },
       };
     },
