@@ -6,7 +6,13 @@ import { setTimeout as delay } from "node:timers/promises";
 import { pino } from "pino";
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { ErrorStyle, JsonNaming } from "../gen/meshwork/api/v1/options_pb.js";
-import { InventoryService, LibraryService } from "../gen/meshwork/testing/v1/transcoding_pb.js";
+import { toJson } from "@bufbuild/protobuf";
+import {
+  ArchiveBookRequestSchema,
+  InventoryService,
+  LibraryService,
+  type ArchiveBookRequest,
+} from "../gen/meshwork/testing/v1/transcoding_pb.js";
 import { createFront, RouteConflictError, type GatewayLogger } from "./index.js";
 import { captureLogger, exchange, startHarness, type Harness, type LogEntry } from "./test-support/harness.js";
 
@@ -236,4 +242,22 @@ test("the asset contract compiles and answers the documented shapes", async (t) 
   } finally {
     await front.close();
   }
+});
+
+test("body_optional: no body or an empty one reads as {}; a body sent is still checked; methods without the option still need one", async (t) => {
+  const path = "/v1/shelves/1/books/2:archive";
+  for (const extra of [{}, { rawBody: "", headers: { "content-type": "application/json" } }, { rawBody: "" }]) {
+    const res = await h.send("library", { method: "POST", path, ...extra });
+    t.is(res.status, 200, res.text);
+    t.is(res.call?.rpc, "ArchiveBook");
+    t.deepEqual(toJson(ArchiveBookRequestSchema, res.call!.input as ArchiveBookRequest), { name: "shelves/1/books/2" });
+  }
+  const withReason = await h.send("library", { method: "POST", path, body: { reason: "old" } });
+  t.is((withReason.call!.input as ArchiveBookRequest).reason, "old");
+  t.is((await h.send("library", { method: "POST", path, body: { colour: "red" } })).status, 400, "unknown properties still refused");
+  t.is((await h.send("library", { method: "POST", path, rawBody: "{", headers: { "content-type": "application/json" } })).status, 400);
+  t.is((await h.send("library", { method: "POST", path, rawBody: "reason=x", headers: { "content-type": "text/plain" } })).status, 415);
+  const required = await h.send("library", { method: "POST", path: "/v1/shelves/1/books" });
+  t.is(required.status, 400);
+  t.regex(required.text, /body is required/);
 });

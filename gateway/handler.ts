@@ -3,7 +3,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import {
-  createRegistry,
   type DescMethodServerStreaming,
   type DescMethodUnary,
   type DescService,
@@ -22,11 +21,15 @@ import { clientResponseHeaders, withServiceHeaders } from "./http/response-heade
 import type { GatewayLogger } from "./logger.js";
 import { selectFramer, type StreamFramer } from "./streams/framer.js";
 import { ndjsonFramer } from "./streams/ndjson.js";
+import { createSseFramer, SSE_HEADERS, type SseFramer } from "./streams/sse-framer.js";
+import { createKeepAlive, type KeepAliveEntry } from "./streams/sse-keep-alive.js";
 import { frontStyleOf, type FrontStyle, type ServiceStyle } from "./style.js";
 import { buildRequest } from "./transcoder/request-mapping.js";
 import { compileRouteTable, routeSourcesOf, type CompiledRoute } from "./transcoder/route-table.js";
+import { typeRegistryOf } from "./transcoder/type-registry.js";
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+export const DEFAULT_SSE_KEEP_ALIVE_SECONDS = 15;
 
 export interface GatewayHandlerOptions {
   /** The services whose google.api.http rules this handler serves. */
@@ -44,6 +47,8 @@ export interface GatewayHandlerOptions {
   readonly forwardHeaders?: HeaderForwarder;
   /** Extra stream framers chosen by the Accept header; NDJSON stays the default. */
   readonly streamFramers?: readonly StreamFramer[];
+  /** Interval of the keep-alive comment on open server-sent event streams; default 15 s. */
+  readonly sseKeepAliveSeconds?: number;
 }
 
 /** A route as the handler exposes it, for start-up logs and tooling. */
@@ -72,13 +77,19 @@ interface Exchange {
 }
 
 export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHandler {
-  const registry = createRegistry(...options.services.map((s) => s.file));
+  const registry = typeRegistryOf(options.services);
   const table = compileRouteTable(routeSourcesOf(options.services), registry);
   const frontStyle = frontStyleOf(options.services, options.defaultStyle);
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const { transport, logger, timeoutMs, forwardHeaders } = options;
   const framers: [StreamFramer, ...StreamFramer[]] = [ndjsonFramer, ...(options.streamFramers ?? [])];
   const openStreams = new Set<AbortController>();
+  // One framer (and frame cache) per event-stream route, shared by all its clients.
+  const sseFramers = new Map<CompiledRoute, SseFramer>();
+  for (const route of table.routes) {
+    if (route.eventStream) sseFramers.set(route, createSseFramer(route.style, registry));
+  }
+  const keepAlive = createKeepAlive((options.sseKeepAliveSeconds ?? DEFAULT_SSE_KEEP_ALIVE_SECONDS) * 1000);
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? "/";
@@ -130,7 +141,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       if (!res.writableFinished) abort.abort();
     });
     try {
-      const body = route.request.body === "none" ? undefined : await readJsonBody(req);
+      const body = route.request.body === "none" ? undefined : await readJsonBody(req, route.request.bodyOptional);
       const input = buildRequest(route.request, segments, rawQuery, body);
       const headers = serviceHeaders(req, ex.requestId, forwardHeaders);
       if (route.streaming) {
@@ -159,14 +170,20 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     }
   }
 
-  async function readJsonBody(req: IncomingMessage): Promise<JsonValue> {
-    if (!announcesBody(req)) throw badRequest("The request body is required.");
+  async function readJsonBody(req: IncomingMessage, optional: boolean): Promise<JsonValue> {
+    if (!announcesBody(req)) {
+      if (optional) return {};
+      throw badRequest("The request body is required.");
+    }
     if (!isJsonContentType(req.headers["content-type"])) {
       discardRest(req);
       throw new HttpError(415, "unsupported_media_type", "The request body must be application/json.");
     }
     const buf = await readBody(req, limit);
-    if (buf.length === 0) throw badRequest("The request body is required.");
+    if (buf.length === 0) {
+      if (optional) return {};
+      throw badRequest("The request body is required.");
+    }
     try {
       return JSON.parse(buf.toString("utf8")) as JsonValue;
     } catch {
@@ -182,9 +199,15 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     abort: AbortController,
   ) {
     const { res } = ex;
-    const framer = selectFramer(ex.req.headers.accept, framers);
+    const sse = sseFramers.get(route);
+    const framer = sse ? undefined : selectFramer(ex.req.headers.accept, framers);
+    // Event-stream frames are bytes shared by many clients; other framers write text.
+    const frame = sse
+      ? (message: Message) => sse.frames(message)
+      : (message: Message) => [framer!.message(route.response.toJson(message))];
     // Registered before anything is awaited: an idle stream must not keep a closing server open.
     openStreams.add(abort);
+    let keepAliveEntry: KeepAliveEntry | undefined;
     try {
       // No deadline: a stream lives as long as its client wants it.
       const response = await transport.stream(
@@ -195,19 +218,35 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
         single(input),
       );
       const messages = response.message[Symbol.asyncIterator]();
-      // Lazy framers learn of an immediate failure before committing to a status.
-      let next = framer.eagerHeaders ? undefined : await messages.next();
+      // Lazy framers (and every event stream) learn of an immediate failure before committing to
+      // a status.
+      let next = framer?.eagerHeaders ? undefined : await messages.next();
       res.writeHead(route.response.status, {
         ...clientResponseHeaders(response.header),
-        "content-type": framer.contentType,
-        "cache-control": "no-store",
+        ...(sse ? SSE_HEADERS : { "content-type": framer!.contentType, "cache-control": "no-store" }),
         "x-request-id": ex.requestId,
       });
       res.flushHeaders();
+      if (sse) keepAliveEntry = keepAlive.add(res);
+      // Messages that are ready together leave in one write: corked until the ready ones are in.
+      let corked = false;
+      const uncork = () => {
+        corked = false;
+        res.uncork();
+      };
       try {
         next ??= await messages.next();
         while (!next.done) {
-          if (!res.write(framer.message(route.response.toJson(next.value)))) await drained(res);
+          if (!corked) {
+            corked = true;
+            res.cork();
+            process.nextTick(uncork);
+          }
+          // Corked, the frames of one message (or of several ready at once) leave as one chunk.
+          let writable = true;
+          for (const chunk of frame(next.value)) writable = res.write(chunk) && writable;
+          keepAliveEntry?.touch();
+          if (!writable) await drained(res);
           next = await messages.next();
         }
         res.end();
@@ -216,11 +255,14 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
         // The status line is gone: the failure becomes the stream's last frame.
         const error = fromConnectError(e, route.style.failedPreconditionStatus, route.renameField);
         if (!res.destroyed) {
-          res.end(framer.error(error.status, renderError(error, route.style.errorStyle).document));
+          const document = renderError(error, route.style.errorStyle).document;
+          res.end(sse ? sse.error(document) : framer!.error(error.status, document));
         }
-        logDone(ex, res.destroyed ? 499 : route.response.status, e);
+        // The client saw the success status; a server fault in the stream is still an error to log.
+        logDone(ex, res.destroyed ? 499 : route.response.status, e, res.destroyed ? undefined : error.status);
       }
     } finally {
+      keepAliveEntry?.remove();
       openStreams.delete(abort);
     }
   }
@@ -260,7 +302,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     logDone(ex, status, reason);
   }
 
-  function logDone(ex: Exchange, status: number, reason: unknown) {
+  function logDone(ex: Exchange, status: number, reason: unknown, streamErrorStatus?: number) {
     const fields: Record<string, unknown> = {
       method: ex.req.method,
       path: ex.path,
@@ -269,7 +311,8 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       requestId: ex.requestId,
     };
     if (ex.route) fields.rpc = ex.route.label;
-    if (status >= 500) {
+    if (streamErrorStatus !== undefined) fields.streamError = streamErrorStatus;
+    if (status >= 500 || (streamErrorStatus ?? 0) >= 500) {
       // The real cause stays in the log; the client only saw a generic detail.
       fields.err = reason instanceof Error ? reason.message : String(reason);
       logger.error(fields, "request failed");

@@ -3,6 +3,7 @@
 import {
   create,
   fromJson,
+  getOption,
   mergeFromJson,
   type DescField,
   type DescMessage,
@@ -12,6 +13,7 @@ import {
   type JsonValue,
   type Message,
 } from "@bufbuild/protobuf";
+import { body_optional } from "../../gen/meshwork/api/v1/options_pb.js";
 import { badRequest, HttpError } from "../errors/http-error.js";
 import type { HttpBinding } from "./http-rule.js";
 import {
@@ -48,6 +50,8 @@ export interface RequestPlan {
   readonly input: DescMessage;
   readonly body: BodyKind;
   readonly bodyField: DescField | undefined;
+  /** No body, or an empty one, reads as `{}` (the method's body_optional option). */
+  readonly bodyOptional: boolean;
   readonly pathParams: readonly PathParam[];
   readonly readOptions: Partial<JsonReadOptions>;
   /** Field paths bound by the path; the query may not set them again. */
@@ -102,7 +106,8 @@ export function compileRequestPlan(
       convert,
     });
   }
-  return { input, body, bodyField, pathParams, readOptions, pathBound, queryCache: new Map() };
+  const bodyOptional = body !== "none" && getOption(method, body_optional);
+  return { input, body, bodyField, bodyOptional, pathParams, readOptions, pathBound, queryCache: new Map() };
 }
 
 /** One value destined for the message, remembered so a failed parse can name its source. */
