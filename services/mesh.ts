@@ -4,6 +4,7 @@ import { createRouterTransport, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { createFront } from "../gateway/index.js";
+import { assertOpenApiBindAllowed, authInterceptor, createApiKeyStore, openApiWarning } from "./runtime/auth/index.js";
 import { openBus, type EventBus } from "./runtime/bus/index.js";
 import { redactUrl, type MeshworkConfig } from "./runtime/config/index.js";
 import { openDatabase, type Database } from "./runtime/database/index.js";
@@ -58,6 +59,16 @@ export function modulesFor(mode: MeshMode): readonly ServiceModule[] {
 
 export async function startMesh({ config, logger, mode }: MeshOptions): Promise<Mesh> {
   const modules = modulesFor(mode);
+  // Before anything opens: bad keys, or an open API (no key) on a public address, stop start-up.
+  const apiKeys = createApiKeyStore(config.auth.apiKeys);
+  assertOpenApiBindAllowed({
+    apiKeyCount: apiKeys.size,
+    allowAnonymousPublicBind: config.auth.allowAnonymousPublicBind,
+    listeners: [
+      ...(mode.kind !== "gateway" ? [{ setting: "Services:Host", host: config.services.host }] : []),
+      ...(mode.kind !== "service" ? [{ setting: "Gateway:Host", host: config.gateway.host }] : []),
+    ],
+  });
   const closers: (() => Promise<void>)[] = [];
   const close = async () => {
     for (const closer of closers.reverse()) {
@@ -86,7 +97,7 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       closers.push(() => db.close());
       logger.info({ database: db.mode === "embedded" ? `embedded (${config.dataDir}/pg)` : redactUrl(config.database.url!) }, "database ready");
 
-      const bus = await openBus({ url: config.nats.url, logger });
+      const bus = await openBus({ url: config.nats.url, logger, replayWindow: config.events.replayWindow });
       closers.push(() => bus.close());
       await bus.ensureStreams(modules.flatMap((m) => m.streams));
       logger.info({ bus: bus.kind === "nats" ? redactUrl(config.nats.url!) : "in-process" }, "event bus ready");
@@ -101,9 +112,14 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
         closers.push(() => runtime.stop());
         runtimes.push(runtime);
       }
+      const services = runtimes.flatMap((r) => r.services);
+      const openWarning = openApiWarning(apiKeys.size, modules.map((m) => m.name));
+      if (openWarning) logger.warn(openWarning);
+      // Auth before validation: an unauthenticated caller learns nothing about a request's shape.
+      const auth = authInterceptor({ apiKeys, services: services.map((s) => s.service), logger });
       const routes = buildRoutes({
-        services: runtimes.flatMap((r) => r.services),
-        interceptors: [requestContextInterceptor, serverTracingInterceptor(), errorInterceptor(logger), requiredFieldsInterceptor],
+        services,
+        interceptors: [requestContextInterceptor, serverTracingInterceptor(), errorInterceptor(logger), auth, requiredFieldsInterceptor],
       });
       const host = await startServiceHost({ host: config.services.host, port: config.services.port, routes, logger });
       closers.push(() => host.close());
@@ -131,6 +147,7 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           defaultStyle: definition.style,
           logger,
           bodyLimitBytes: config.gateway.bodyLimitBytes,
+          sseKeepAliveSeconds: config.gateway.sseKeepAliveSeconds,
         });
         const { port } = await front.listen();
         closers.push(() => front.close());

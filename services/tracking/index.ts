@@ -25,6 +25,24 @@ import { TrackingCore0002 } from "./store/migrations/0002-tracking-core.js";
 import { TrackingGeofenceStateByFence0003 } from "./store/migrations/0003-geofence-state-by-fence.js";
 import { ObservationEntity } from "./store/observation-entity.js";
 import { systemService } from "./system-service.js";
+import { AuthService } from "../../gen/tracking/v1/auth_pb.js";
+import { authService } from "./auth-service.js";
+import { IntegrationService } from "../../gen/tracking/v1/integration_pb.js";
+import { integrationService } from "./integration-service.js";
+import { WebhookService } from "../../gen/tracking/v1/webhook_pb.js";
+import { webhookService } from "./webhook-service.js";
+import { createWebhooks } from "./webhooks/index.js";
+import { TrackingWebhooks0004 } from "./store/migrations/0004-webhooks.js";
+import {
+  WebhookAttemptEntity,
+  WebhookConsumerEntity,
+  WebhookDeliveryEntity,
+  WebhookEndpointStateEntity,
+} from "./store/webhook-entities.js";
+import { EventStreamService } from "../../gen/tracking/v1/event_stream_pb.js";
+import { createEventStream } from "./event-stream-service.js";
+import { StreamTokenEntity } from "./store/stream-token-entity.js";
+import { TrackingStreamTokens0006 } from "./store/migrations/0006-stream-tokens.js";
 
 export { subjects, trackingStream } from "./events/subjects.js";
 
@@ -38,6 +56,10 @@ export const trackingModule: ServiceModule = {
     GeofenceService,
     GeofenceBreachService,
     SpeedAlertService,
+    AuthService,
+    IntegrationService,
+    WebhookService,
+    EventStreamService,
   ],
   database: {
     name: "tracking",
@@ -50,11 +72,18 @@ export const trackingModule: ServiceModule = {
       BreachEntity,
       SpeedAlertEntity,
       IntegrationFeedEntity,
+      WebhookDeliveryEntity,
+      WebhookAttemptEntity,
+      WebhookEndpointStateEntity,
+      WebhookConsumerEntity,
+      StreamTokenEntity,
     ],
     migrations: [
       { name: "tracking-0001-assets", class: TrackingAssets0001 },
       { name: "tracking-0002-core", class: TrackingCore0002 },
       { name: "tracking-0003-geofence-state-by-fence", class: TrackingGeofenceStateByFence0003 },
+      { name: "tracking-0004-webhooks", class: TrackingWebhooks0004 },
+      { name: "tracking-0006-stream-tokens", class: TrackingStreamTokens0006 },
     ],
   },
   streams: [trackingStream],
@@ -63,8 +92,17 @@ export const trackingModule: ServiceModule = {
     address: (config) => config.services.tracking.address,
   },
   async start(deps) {
+    // Checks the webhook settings before anything starts: a bad endpoint is a start-up error.
+    const webhooks = createWebhooks(deps);
     const engine = await createTrackingEngine(deps);
     const tracking = { ...deps, engine };
+    try {
+      await webhooks.start();
+    } catch (err) {
+      await engine.stop();
+      throw err;
+    }
+    const eventStream = createEventStream(tracking);
     return {
       services: [
         { service: SystemService, impl: systemService(tracking) },
@@ -74,8 +112,16 @@ export const trackingModule: ServiceModule = {
         { service: GeofenceService, impl: geofenceService(tracking) },
         { service: GeofenceBreachService, impl: breachService(tracking) },
         { service: SpeedAlertService, impl: speedAlertService(tracking) },
+        { service: AuthService, impl: authService() },
+        { service: IntegrationService, impl: integrationService(tracking) },
+        { service: WebhookService, impl: webhookService({ ...tracking, webhooks }) },
+        { service: EventStreamService, impl: eventStream.impl },
       ],
-      stop: () => engine.stop(),
+      stop: async () => {
+        await eventStream.stop();
+        await webhooks.stop();
+        await engine.stop();
+      },
     };
   },
 };

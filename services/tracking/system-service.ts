@@ -39,6 +39,11 @@ const links = {
   alertsSummary: "/api/alerts/summary",
   health: "/api/health",
   systemStatus: "/api/system/status",
+  integrations: "/api/integrations",
+  webhooks: "/api/webhooks/status",
+  eventToken: "/api/events/token",
+  events: "/api/events",
+  me: "/api/auth/me",
 };
 
 /**
@@ -89,13 +94,13 @@ export function systemService(deps: TrackingDeps): Partial<ServiceImpl<typeof Sy
         environment: deps.config.environment,
         database: deps.db.mode === "embedded" ? "embedded" : "postgresql",
         bus: deps.bus.kind,
-        // Features not built yet report false rather than disappearing, so clients can rely on the keys.
+        // Whether each feature is switched on here; every key is always present.
         features: {
           simulation: tracking.simulationEnabled,
-          webhooks: false,
-          apiKeys: false,
-          sseStream: false,
-          integrations: false,
+          webhooks: deps.config.webhooks.endpoints.length > 0,
+          apiKeys: deps.config.auth.apiKeys.length > 0,
+          sseStream: true,
+          integrations: true,
         },
         settings: {
           defaultSpeedThresholdKmh: String(tracking.defaultSpeedThresholdKmh),

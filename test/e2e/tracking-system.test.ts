@@ -296,7 +296,8 @@ test("GET /api/system/status is the sanitized configuration", async (t) => {
     environment: mesh.config.environment,
     database: mesh.config.database.url ? "postgresql" : "embedded",
     bus: mesh.config.nats.url ? "nats" : "memory",
-    features: { simulation: true, webhooks: false, apiKeys: false, sseStream: false, integrations: false },
+    // This mesh runs without webhook endpoints or API keys; the stream and feeds are always on.
+    features: { simulation: true, webhooks: false, apiKeys: false, sseStream: true, integrations: true },
     settings: { defaultSpeedThresholdKmh: "120", speedAlertCooldownMinutes: "5", exportMaxRows: "50000" },
   });
   // No connection string, credential or local path, whatever the mode.

@@ -19,6 +19,8 @@ import type { Device } from "./device_pb.js";
 import { file_tracking_v1_device } from "./device_pb.js";
 import type { Geofence } from "./geofence_pb.js";
 import { file_tracking_v1_geofence } from "./geofence_pb.js";
+import type { IntegrationFeed } from "./integration_pb.js";
+import { file_tracking_v1_integration } from "./integration_pb.js";
 import type { Observation } from "./observation_pb.js";
 import { file_tracking_v1_observation } from "./observation_pb.js";
 import type { SpeedAlert } from "./speed_alert_pb.js";
@@ -29,7 +31,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tracking/v1/events.proto.
  */
 export const file_tracking_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Chh0cmFja2luZy92MS9ldmVudHMucHJvdG8SC3RyYWNraW5nLnYxInQKDEFzc2V0Q3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoFYXNzZXQYAyABKAsyEi50cmFja2luZy52MS5Bc3NldCJ0CgxBc3NldFVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBWFzc2V0GAMgASgLMhIudHJhY2tpbmcudjEuQXNzZXQidAoMQXNzZXREZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgVhc3NldBgDIAEoCzISLnRyYWNraW5nLnYxLkFzc2V0IncKDURldmljZUNyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBmRldmljZRgDIAEoCzITLnRyYWNraW5nLnYxLkRldmljZSJ3Cg1EZXZpY2VVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZkZXZpY2UYAyABKAsyEy50cmFja2luZy52MS5EZXZpY2UidwoNRGV2aWNlRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoGZGV2aWNlGAMgASgLMhMudHJhY2tpbmcudjEuRGV2aWNlIocBChNPYnNlcnZhdGlvblJlY29yZGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgtvYnNlcnZhdGlvbhgDIAEoCzIYLnRyYWNraW5nLnYxLk9ic2VydmF0aW9uIn0KD0dlb2ZlbmNlQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIZ2VvZmVuY2UYAyABKAsyFS50cmFja2luZy52MS5HZW9mZW5jZSJ9Cg9HZW9mZW5jZVVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCGdlb2ZlbmNlGAMgASgLMhUudHJhY2tpbmcudjEuR2VvZmVuY2UifQoPR2VvZmVuY2VEZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghnZW9mZW5jZRgDIAEoCzIVLnRyYWNraW5nLnYxLkdlb2ZlbmNlIogBChZHZW9mZW5jZUJyZWFjaERldGVjdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZicmVhY2gYAyABKAsyGy50cmFja2luZy52MS5HZW9mZW5jZUJyZWFjaCKMAQoaR2VvZmVuY2VCcmVhY2hBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKBmJyZWFjaBgDIAEoCzIbLnRyYWNraW5nLnYxLkdlb2ZlbmNlQnJlYWNoIoMBChBTcGVlZEFsZXJ0UmFpc2VkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgtzcGVlZF9hbGVydBgDIAEoCzIXLnRyYWNraW5nLnYxLlNwZWVkQWxlcnQiiQEKFlNwZWVkQWxlcnRBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKC3NwZWVkX2FsZXJ0GAMgASgLMhcudHJhY2tpbmcudjEuU3BlZWRBbGVydGIGcHJvdG8z", [file_google_protobuf_timestamp, file_tracking_v1_asset, file_tracking_v1_breach, file_tracking_v1_device, file_tracking_v1_geofence, file_tracking_v1_observation, file_tracking_v1_speed_alert]);
+  fileDesc("Chh0cmFja2luZy92MS9ldmVudHMucHJvdG8SC3RyYWNraW5nLnYxInQKDEFzc2V0Q3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoFYXNzZXQYAyABKAsyEi50cmFja2luZy52MS5Bc3NldCJ0CgxBc3NldFVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBWFzc2V0GAMgASgLMhIudHJhY2tpbmcudjEuQXNzZXQidAoMQXNzZXREZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgVhc3NldBgDIAEoCzISLnRyYWNraW5nLnYxLkFzc2V0IncKDURldmljZUNyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBmRldmljZRgDIAEoCzITLnRyYWNraW5nLnYxLkRldmljZSJ3Cg1EZXZpY2VVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZkZXZpY2UYAyABKAsyEy50cmFja2luZy52MS5EZXZpY2UidwoNRGV2aWNlRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoGZGV2aWNlGAMgASgLMhMudHJhY2tpbmcudjEuRGV2aWNlIocBChNPYnNlcnZhdGlvblJlY29yZGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgtvYnNlcnZhdGlvbhgDIAEoCzIYLnRyYWNraW5nLnYxLk9ic2VydmF0aW9uIn0KD0dlb2ZlbmNlQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIZ2VvZmVuY2UYAyABKAsyFS50cmFja2luZy52MS5HZW9mZW5jZSJ9Cg9HZW9mZW5jZVVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCGdlb2ZlbmNlGAMgASgLMhUudHJhY2tpbmcudjEuR2VvZmVuY2UifQoPR2VvZmVuY2VEZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghnZW9mZW5jZRgDIAEoCzIVLnRyYWNraW5nLnYxLkdlb2ZlbmNlIogBChZHZW9mZW5jZUJyZWFjaERldGVjdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZicmVhY2gYAyABKAsyGy50cmFja2luZy52MS5HZW9mZW5jZUJyZWFjaCKMAQoaR2VvZmVuY2VCcmVhY2hBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKBmJyZWFjaBgDIAEoCzIbLnRyYWNraW5nLnYxLkdlb2ZlbmNlQnJlYWNoIoMBChBTcGVlZEFsZXJ0UmFpc2VkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgtzcGVlZF9hbGVydBgDIAEoCzIXLnRyYWNraW5nLnYxLlNwZWVkQWxlcnQiiQEKFlNwZWVkQWxlcnRBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKC3NwZWVkX2FsZXJ0GAMgASgLMhcudHJhY2tpbmcudjEuU3BlZWRBbGVydCKTAQoWSW50ZWdyYXRpb25GZWVkQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQaW50ZWdyYXRpb25fZmVlZBgDIAEoCzIcLnRyYWNraW5nLnYxLkludGVncmF0aW9uRmVlZCKTAQoWSW50ZWdyYXRpb25GZWVkVXBkYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQaW50ZWdyYXRpb25fZmVlZBgDIAEoCzIcLnRyYWNraW5nLnYxLkludGVncmF0aW9uRmVlZCKTAQoWSW50ZWdyYXRpb25GZWVkRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQaW50ZWdyYXRpb25fZmVlZBgDIAEoCzIcLnRyYWNraW5nLnYxLkludGVncmF0aW9uRmVlZCLWAQoUV2ViaG9va1Rlc3RSZXF1ZXN0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmV2ZW50X3R5cGUYAyABKAkSLgoLc3BlZWRfYWxlcnQYBCABKAsyFy50cmFja2luZy52MS5TcGVlZEFsZXJ0SAASLQoGYnJlYWNoGAUgASgLMhsudHJhY2tpbmcudjEuR2VvZmVuY2VCcmVhY2hIAEIICgZzYW1wbGViBnByb3RvMw", [file_google_protobuf_timestamp, file_tracking_v1_asset, file_tracking_v1_breach, file_tracking_v1_device, file_tracking_v1_geofence, file_tracking_v1_integration, file_tracking_v1_observation, file_tracking_v1_speed_alert]);
 
 /**
  * Subject tracking.v1.asset.created.
@@ -436,4 +438,143 @@ export type SpeedAlertAcknowledged = Message<"tracking.v1.SpeedAlertAcknowledged
  */
 export const SpeedAlertAcknowledgedSchema: GenMessage<SpeedAlertAcknowledged> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 13);
+
+/**
+ * Subject tracking.v1.integration_feed.created. `integration_feed.configuration_json` is masked
+ * as in every answer of IntegrationService: events never carry a feed's secrets.
+ *
+ * @generated from message tracking.v1.IntegrationFeedCreated
+ */
+export type IntegrationFeedCreated = Message<"tracking.v1.IntegrationFeedCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.IntegrationFeed integration_feed = 3;
+   */
+  integrationFeed?: IntegrationFeed | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.IntegrationFeedCreated.
+ * Use `create(IntegrationFeedCreatedSchema)` to create a new message.
+ */
+export const IntegrationFeedCreatedSchema: GenMessage<IntegrationFeedCreated> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 14);
+
+/**
+ * Subject tracking.v1.integration_feed.updated. `integration_feed` is the state after the change,
+ * secrets masked.
+ *
+ * @generated from message tracking.v1.IntegrationFeedUpdated
+ */
+export type IntegrationFeedUpdated = Message<"tracking.v1.IntegrationFeedUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.IntegrationFeed integration_feed = 3;
+   */
+  integrationFeed?: IntegrationFeed | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.IntegrationFeedUpdated.
+ * Use `create(IntegrationFeedUpdatedSchema)` to create a new message.
+ */
+export const IntegrationFeedUpdatedSchema: GenMessage<IntegrationFeedUpdated> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 15);
+
+/**
+ * Subject tracking.v1.integration_feed.deleted. `integration_feed` is the state before deletion,
+ * secrets masked. Its devices stay; each unlinked one publishes tracking.v1.device.updated.
+ *
+ * @generated from message tracking.v1.IntegrationFeedDeleted
+ */
+export type IntegrationFeedDeleted = Message<"tracking.v1.IntegrationFeedDeleted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: tracking.v1.IntegrationFeed integration_feed = 3;
+   */
+  integrationFeed?: IntegrationFeed | undefined;
+};
+
+/**
+ * Describes the message tracking.v1.IntegrationFeedDeleted.
+ * Use `create(IntegrationFeedDeletedSchema)` to create a new message.
+ */
+export const IntegrationFeedDeletedSchema: GenMessage<IntegrationFeedDeleted> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 16);
+
+/**
+ * Subject tracking.v1.webhook.test_requested: POST /api/webhooks/test. Delivered like a real
+ * alert of `event_type`, with the made-up alert in `sample` as its data.
+ *
+ * @generated from message tracking.v1.WebhookTestRequested
+ */
+export type WebhookTestRequested = Message<"tracking.v1.WebhookTestRequested"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * `speed_alert` or `geofence_breach`.
+   *
+   * @generated from field: string event_type = 3;
+   */
+  eventType: string;
+
+  /**
+   * @generated from oneof tracking.v1.WebhookTestRequested.sample
+   */
+  sample: {
+    /**
+     * @generated from field: tracking.v1.SpeedAlert speed_alert = 4;
+     */
+    value: SpeedAlert;
+    case: "speedAlert";
+  } | {
+    /**
+     * @generated from field: tracking.v1.GeofenceBreach breach = 5;
+     */
+    value: GeofenceBreach;
+    case: "breach";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message tracking.v1.WebhookTestRequested.
+ * Use `create(WebhookTestRequestedSchema)` to create a new message.
+ */
+export const WebhookTestRequestedSchema: GenMessage<WebhookTestRequested> = /*@__PURE__*/
+  messageDesc(file_tracking_v1_events, 17);
 

@@ -19,4 +19,8 @@ export const subjects = {
   breachAcknowledged: "tracking.v1.breach.acknowledged",
   speedAlertRaised: "tracking.v1.speed_alert.raised",
   speedAlertAcknowledged: "tracking.v1.speed_alert.acknowledged",
+  integrationFeedCreated: "tracking.v1.integration_feed.created",
+  integrationFeedUpdated: "tracking.v1.integration_feed.updated",
+  integrationFeedDeleted: "tracking.v1.integration_feed.deleted",
+  webhookTestRequested: "tracking.v1.webhook.test_requested",
 } as const;
