@@ -26,14 +26,9 @@ interface Statement {
 
 type Conversion = (value: unknown) => unknown;
 
-// MikroORM has pg hand timestamps over as text (it parses them itself), so do the same here.
-// The session runs in UTC (forceUtcTimezone), which gives `2026-11-21 11:08:19.809751+00`.
-const TIMESTAMP = /^(\d{4,}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}(?:\.\d+)?)([+-]\d{2})(?::?(\d{2}))?$/;
-const toDate: Conversion = (value) => {
-  if (typeof value !== 'string') return value;
-  const match = TIMESTAMP.exec(value);
-  return new Date(match ? `${match[1]}T${match[2]}${match[3]}:${match[4] ?? '00'}` : value);
-};
+// MikroORM has pg hand timestamps over as text (`2026-11-21 11:08:19.809751+00`, the session runs
+// in UTC), which Date reads as it is; the tracking engine's raw SQL reads them the same way.
+const toDate: Conversion = (value) => (value instanceof Date ? value : new Date(String(value)));
 
 // Column types read here, with how pg's value becomes the entity property (none: as pg gives it).
 // Any other type is refused when the statement is built, not misread later.
