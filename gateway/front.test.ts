@@ -1,7 +1,7 @@
 // Front-level behaviour: X-Request-Id, header forwarding, request logs, start-up checks,
 // cancellation on disconnect and a pino logger plugged in as it is.
 import test from "ava";
-import { request as httpRequest } from "node:http";
+import { Agent, request as httpRequest } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
 import { pino } from "pino";
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
@@ -144,6 +144,31 @@ test("a client that disconnects cancels the call", async (t) => {
   while (!(entry = h.logs.find((l) => l.obj.requestId === "disconnecting-client"))) await delay(5);
   t.is(entry.obj.status, 499);
   t.is(entry.level, "info");
+});
+
+test("requests on a kept-alive connection are not cancelled by the ones it finished before", async (t) => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const sockets = new Set<unknown>();
+  const get = (id: string) =>
+    new Promise<number>((resolve, reject) => {
+      const req = httpRequest({ host: "127.0.0.1", port: h.port("library"), path: "/v1/books/b1", headers: { "x-request-id": id }, agent });
+      req.on("socket", (socket) => sockets.add(socket));
+      req.on("response", (res) => res.resume().on("end", () => resolve(res.statusCode!)));
+      req.on("error", reject);
+      req.end();
+    });
+  const abortedDuring: boolean[] = [];
+  for (const id of ["kept-alive-1", "kept-alive-2", "kept-alive-3"]) {
+    h.script(id, async (_input, ctx) => {
+      await delay(20);
+      abortedDuring.push(ctx.signal.aborted);
+      return { name: "shelves/1/books/b1" };
+    });
+    t.is(await get(id), 200);
+  }
+  t.is(sockets.size, 1, "one connection carried all three");
+  t.deepEqual(abortedDuring, [false, false, false]);
 });
 
 test("services with conflicting rules fail at construction", (t) => {

@@ -1,6 +1,8 @@
 // The request pipeline of a REST front: match a route, read and map the request, call the
 // service through a connect-es Transport, map the answer (or the failure) back to HTTP.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { setMaxListeners } from "node:events";
+import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import {
   type DescMethodServerStreaming,
@@ -134,23 +136,18 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   }
 
   async function serve(ex: Exchange, route: CompiledRoute, segments: readonly string[], rawQuery: string) {
-    const { req, res } = ex;
-    const abort = new AbortController();
-    // A client that goes away cancels the call; a finished response is not a disconnect.
-    res.once("close", () => {
-      if (!res.writableFinished) abort.abort();
-    });
+    const { req } = ex;
     try {
       const body = route.request.body === "none" ? undefined : await readJsonBody(req, route.request.bodyOptional);
       const input = buildRequest(route.request, segments, rawQuery, body);
       const headers = serviceHeaders(req, ex.requestId, forwardHeaders);
       if (route.streaming) {
-        await serveStream(ex, route, input, headers, abort);
+        await serveStream(ex, route, input, headers);
         return;
       }
       const response = await transport.unary(
         route.method as DescMethodUnary,
-        abort.signal,
+        disconnectSignal(req.socket),
         timeoutMs,
         headers,
         input,
@@ -191,14 +188,14 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     }
   }
 
-  async function serveStream(
-    ex: Exchange,
-    route: CompiledRoute,
-    input: Message,
-    headers: Record<string, string>,
-    abort: AbortController,
-  ) {
+  async function serveStream(ex: Exchange, route: CompiledRoute, input: Message, headers: Record<string, string>) {
     const { res } = ex;
+    // A stream ends when its client goes away (a finished response is not a disconnect), or when
+    // the server closes (abortStreams).
+    const abort = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
     const sse = sseFramers.get(route);
     const framer = sse ? undefined : selectFramer(ex.req.headers.accept, framers);
     // Event-stream frames are bytes shared by many clients; other framers write text.
@@ -327,6 +324,25 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       for (const abort of openStreams) abort.abort();
     },
   });
+}
+
+// One signal per connection, aborted when it closes: a client that goes away cancels the calls it
+// was waiting for. Made once per socket, not per request (an AbortController costs microseconds);
+// a call listens only while it runs, so a finished request on a kept-alive socket is untouched.
+const disconnects = new WeakMap<Socket, AbortSignal>();
+
+function disconnectSignal(socket: Socket): AbortSignal {
+  let signal = disconnects.get(socket);
+  if (signal === undefined) {
+    const controller = new AbortController();
+    signal = controller.signal;
+    // Pipelined requests each listen while they run: many is normal, not a leak.
+    setMaxListeners(0, signal);
+    disconnects.set(socket, signal);
+    if (socket.destroyed) controller.abort();
+    else socket.once("close", () => controller.abort());
+  }
+  return signal;
 }
 
 async function* single(message: Message) {

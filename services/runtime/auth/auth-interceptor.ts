@@ -10,6 +10,9 @@ import { apiKeyRoles, roleSatisfies, type RoleRanking } from "./roles.js";
 
 export const API_KEY_HEADER = "x-api-key";
 
+type Next = Parameters<Interceptor>[0];
+type AnyRequest = Parameters<Next>[0];
+
 /**
  * Checks bearer tokens (Authorization: Bearer ...) for AUTH_KIND_BEARER rpcs. A module that
  * issues tokens plugs one in; without one, bearer rpcs answer Unimplemented (or are open when no
@@ -131,14 +134,19 @@ export function authInterceptor(options: AuthInterceptorOptions): Interceptor {
     }
   }
 
-  return (next) => async (req) => {
-    const caller = open ? openCaller : await authenticate(req.method, req.header, policyOf(req.method));
+  const enter = (next: Next, req: AnyRequest, caller: CallerContext) => {
     req.contextValues.set(callerKey, caller);
     // Always a fresh scope: in-process calls would otherwise inherit their caller's identity.
-    const run = <R>(fn: () => R): R => runAsCaller(caller, fn);
-    const res = await run(() => next(req));
-    if (!res.stream) return res;
+    const res = runAsCaller(caller, () => next(req));
+    if (!req.stream) return res;
     // A streaming handler runs while its messages are pulled, after this function returned.
-    return { ...res, message: wrapStream(res.message, { run }) };
+    const run = <R>(fn: () => R): R => runAsCaller(caller, fn);
+    return res.then((streamed) => (streamed.stream ? { ...streamed, message: wrapStream(streamed.message, { run }) } : streamed));
+  };
+
+  return (next) => (req) => {
+    // Open, nothing to check: no promise of its own for the call.
+    if (open) return enter(next, req, openCaller);
+    return authenticate(req.method, req.header, policyOf(req.method)).then((caller) => enter(next, req, caller));
   };
 }

@@ -91,7 +91,9 @@ export function createPreparedReads(orm: MikroORM): PreparedReads {
       try {
         ({ rows } = await client.query({ name: statement.name, text: statement.text, values: [id] }));
       } finally {
-        await owner.releaseConnection(client);
+        // Not awaited: the pool takes the connection back at once, and the answer need not wait a
+        // turn for that.
+        void owner.releaseConnection(client);
       }
       const row = rows[0];
       if (!row) return null;

@@ -462,6 +462,35 @@ test("a response the handler froze reaches every caller as that one instance, un
   }, { instanceOf: TypeError }, "nobody can change it (ESM code is strict)");
 });
 
+test("without defensive copies the handler gets the caller's request and the caller the handler's answer", async (t) => {
+  const kept = create(BookSchema, { name: "shelves/1/books/1", title: "Kept" });
+  let received: GetBookRequest | undefined;
+  let receivedHeader: Headers | undefined;
+  let answeredHeader: Headers | undefined;
+  const transport = createDirectTransport(
+    [
+      defineService(LibraryService, {
+        getBook(req, ctx) {
+          received = req;
+          receivedHeader = ctx.requestHeader;
+          answeredHeader = ctx.responseHeader;
+          ctx.responseHeader.set("x-answer", "yes");
+          return kept;
+        },
+      }),
+    ],
+    { defensiveCopies: false },
+  );
+  const request = create(GetBookRequestSchema, { name: "shelves/1/books/1" });
+  const header = new Headers({ "x-asked": "1" });
+  const res = await transport.unary(LibraryService.method.getBook, undefined, undefined, header, request);
+  t.is(received, request, "the very message the caller built");
+  t.is(res.message, kept, "the very message the handler returned");
+  t.true(res.header === answeredHeader, "the handler's response headers, not a copy");
+  t.is(res.header.get("x-answer"), "yes");
+  t.is(receivedHeader!.get("x-asked"), "1");
+});
+
 test("a caller changing its request while the handler awaits does not reach the handler", async (t) => {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));

@@ -37,6 +37,14 @@ export interface DirectTransportOptions {
   readonly defaultTimeoutMs?: number;
   /** Aborts every running call, as the service host's shutdown signal does. */
   readonly shutdownSignal?: AbortSignal;
+  /**
+   * Copy request messages and headers on the way in, and responses and their headers on the way
+   * out (default true), so neither side can reach into the other's objects. A caller that builds
+   * every request afresh, never touches it after the call, and only reads what comes back (the
+   * REST gateway, which serializes the answer at once) can turn this off and spare each call the
+   * copies.
+   */
+  readonly defensiveCopies?: boolean;
 }
 
 type AnyFn = Parameters<Interceptor>[0];
@@ -47,6 +55,8 @@ interface Binding {
   readonly spec: MethodImplSpec;
   readonly interceptors: readonly Interceptor[];
   readonly url: string;
+  /** See DirectTransportOptions.defensiveCopies. */
+  readonly copies: boolean;
 }
 
 /**
@@ -75,9 +85,10 @@ const CALL_ENDED = new DOMException("the call has ended", "AbortError");
  * re-encoded, so findDetails works; anything but a ConnectError becomes Internal "internal
  * error"); deadlines and abort signals end the call at once, whether or not the handler watches
  * its signal; streams of every kind work. Messages are copied with protobuf-es `clone` on the way
- * in and out (a response the handler froze is passed as is, see copyOut) (a few microseconds for an Asset), because without a wire in between a handler that
- * kept or changed its request, or a caller that changed a response, would reach into the other
- * side's objects.
+ * in and out (a few microseconds for an Asset; a response the handler froze is passed as is, see
+ * copyOut), because without a wire in between a handler that kept or changed its request, or a
+ * caller that changed a response, would reach into the other side's objects. A caller that never
+ * does either can turn the copies off (defensiveCopies).
  *
  * Differences from a network call, on purpose: the handler runs inside the caller's async context
  * (AsyncLocalStorage stores flow in; Meshwork's server interceptors set their own request id and
@@ -87,7 +98,7 @@ const CALL_ENDED = new DOMException("the call has ended", "AbortError");
  * (read limits, compression, JSON options) have no meaning here and are ignored.
  */
 export function createDirectTransport(source: DirectTransportSource, options: DirectTransportOptions = {}): Transport {
-  const bindings = collectBindings(source, options.serverInterceptors ?? []);
+  const bindings = collectBindings(source, options.serverInterceptors ?? [], options.defensiveCopies ?? true);
   const clientInterceptors = options.interceptors ?? [];
   const shutdownSignal = options.shutdownSignal;
   if (shutdownSignal) {
@@ -156,12 +167,12 @@ function keyOf(method: DescMethod): string {
 }
 
 /** Registers nothing for HTTP: a router that only records which implementation serves which method. */
-function collectBindings(source: DirectTransportSource, defaults: readonly Interceptor[]): Map<string, Binding> {
+function collectBindings(source: DirectTransportSource, defaults: readonly Interceptor[], copies: boolean): Map<string, Binding> {
   const bindings = new Map<string, Binding>();
   const add = (spec: MethodImplSpec, interceptors: readonly Interceptor[] | undefined): void => {
     // The last registration wins, as in the router's path lookup.
     const key = keyOf(spec.method);
-    bindings.set(key, { spec, interceptors: interceptors ?? defaults, url: `${BASE_URL}/${key}` });
+    bindings.set(key, { spec, interceptors: interceptors ?? defaults, url: `${BASE_URL}/${key}`, copies });
   };
   if (typeof source === "function") {
     const router = {
@@ -370,7 +381,7 @@ function serverRequest(call: Call, binding: Binding, stream: boolean, header: He
     requestMethod: REQUEST_METHOD,
     url: binding.url,
     // Its own copy, as a server parses its own from the wire.
-    header: new Headers(header),
+    header: binding.copies ? new Headers(header) : header,
     contextValues: createContextValues(),
     message,
     get signal() {
@@ -411,7 +422,8 @@ function serveUnary(binding: Binding, wireReq: UnaryRequest, call: Call): () => 
     const responseHeader = new Headers();
     const responseTrailer = new Headers();
     try {
-      const req = serverRequest(call, binding, false, wireReq.header, clone(method.input, wireReq.message));
+      const message = binding.copies ? clone(method.input, wireReq.message) : wireReq.message;
+      const req = serverRequest(call, binding, false, wireReq.header, message);
       const res = (await applyInterceptors(
         async (handlerReq) => {
           const ctx = handlerContext(call, binding, handlerReq, responseHeader, responseTrailer);
@@ -429,6 +441,7 @@ function serveUnary(binding: Binding, wireReq: UnaryRequest, call: Call): () => 
         binding.interceptors,
       )(req)) as UnaryResponse;
       call.server.end(CALL_ENDED);
+      if (!binding.copies) return res;
       const answer: Writable<UnaryResponse> = {
         stream: false,
         service: method.parent,
@@ -454,7 +467,7 @@ function serveStream(binding: Binding, wireReq: StreamRequest, call: Call): () =
     const method = spec.method;
     let responseHeader = new Headers();
     let responseTrailer = new Headers();
-    const input = mapIterable(wireReq.message, (message) => clone(method.input, message));
+    const input = binding.copies ? mapIterable(wireReq.message, (message) => clone(method.input, message)) : wireReq.message;
     const invoke: AnyFn = async (req) => {
       const ctx = handlerContext(call, binding, req, responseHeader, responseTrailer);
       const requests = req.message as AsyncIterable<Message>;
@@ -518,7 +531,7 @@ function serveStream(binding: Binding, wireReq: StreamRequest, call: Call): () =
         call.server.end(CALL_ENDED);
         return result;
       }
-      return { done: false, value: copyOut(method.output, result.value) };
+      return { done: false, value: binding.copies ? copyOut(method.output, result.value) : result.value };
     };
     const messages: AsyncIterator<Message> = {
       async next() {

@@ -1,6 +1,7 @@
 // Connect interceptors that give every RPC a span and a duration measurement, and carry the
 // trace across the call: the client writes traceparent, the server continues from it.
 import {
+  createNoopMeter,
   type Attributes,
   type Context,
   context,
@@ -8,6 +9,7 @@ import {
   type MeterProvider,
   metrics,
   propagation,
+  ProxyTracerProvider,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -51,9 +53,28 @@ export function tracingInterceptor(options: TracingInterceptorOptions = {}): Int
   return createRpcInterceptor(options.side ?? "server", options);
 }
 
+type Next = Parameters<Interceptor>[0];
+type AnyRequest = Parameters<Next>[0];
+
+// What the API hands out while no SDK is registered: a proxy whose delegate is this no-op provider.
+const NOOP_TRACER_PROVIDER = new ProxyTracerProvider().getDelegate();
+const NOOP_METER = createNoopMeter();
+
 function createRpcInterceptor(side: "server" | "client", options: RpcTracingOptions): Interceptor {
   const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE);
   const durations = durationHistogram(side, options.meterProvider);
+  const carrierFields = (): string[] => (options.propagator ?? propagation).fields();
+  /**
+   * Nothing would come of a span here: no SDK records spans or durations (exporter none, or no
+   * telemetry started), and there is no trace context to pass on — none arrived with a server
+   * call, none is current for a client call. Checked per call, since an SDK can start or stop.
+   */
+  const idle = (header: Headers): boolean => {
+    if (!tracingIsNoop(options.tracerProvider) || !durations.isNoop()) return false;
+    if (side === "client") return trace.getSpanContext(context.active()) === undefined;
+    for (const field of carrierFields()) if (header.has(field)) return false;
+    return true;
+  };
   const extract = (base: Context, header: Headers): Context =>
     options.propagator
       ? options.propagator.extract(base, header, headerGetter)
@@ -63,7 +84,10 @@ function createRpcInterceptor(side: "server" | "client", options: RpcTracingOpti
       ? options.propagator.inject(ctx, header, headerSetter)
       : propagation.inject(ctx, header, headerSetter);
 
-  return (next) => async (req) => {
+  // Not an async function: an idle call goes straight on, costing no promise of its own.
+  return (next) => (req) => (idle(req.header) ? next(req) : traced(next, req));
+
+  async function traced(next: Next, req: AnyRequest) {
     const started = performance.now();
     const system = rpcSystemOf(req.header);
     const attributes: Attributes = {
@@ -112,7 +136,14 @@ function createRpcInterceptor(side: "server" | "client", options: RpcTracingOpti
       finish(error);
       throw error;
     }
-  };
+  }
+}
+
+/** True when spans from this provider (default: the global one) can only be no-ops. */
+function tracingIsNoop(provider: TracerProvider | undefined): boolean {
+  const current = provider ?? trace.getTracerProvider();
+  const effective = current instanceof ProxyTracerProvider ? current.getDelegate() : current;
+  return effective === NOOP_TRACER_PROVIDER;
 }
 
 function statusAttributes(system: string, error: unknown): { code: number; attributes: Attributes } {
@@ -157,14 +188,23 @@ function traceStream<T>(source: AsyncIterable<T>, active: Context | undefined, f
   };
 }
 
-function durationHistogram(side: "server" | "client", provider: MeterProvider | undefined): () => Histogram {
+interface DurationHistogram {
+  (): Histogram;
+  /** True when the provider in use only hands out no-op meters. */
+  isNoop(): boolean;
+}
+
+function durationHistogram(side: "server" | "client", provider: MeterProvider | undefined): DurationHistogram {
   let cachedFor: MeterProvider | undefined;
   let histogram: Histogram | undefined;
-  return () => {
-    const current = provider ?? metrics.getMeterProvider();
-    if (histogram === undefined || cachedFor !== current) {
-      cachedFor = current;
-      histogram = current.getMeter(SCOPE).createHistogram(`rpc.${side}.call.duration`, {
+  let noop = false;
+  const current = (): Histogram => {
+    const meterProvider = provider ?? metrics.getMeterProvider();
+    if (histogram === undefined || cachedFor !== meterProvider) {
+      cachedFor = meterProvider;
+      const meter = meterProvider.getMeter(SCOPE);
+      noop = meter === NOOP_METER;
+      histogram = meter.createHistogram(`rpc.${side}.call.duration`, {
         description: `Duration of ${side === "server" ? "incoming" : "outgoing"} RPCs`,
         unit: "s",
         advice: { explicitBucketBoundaries: DURATION_BUCKETS },
@@ -172,4 +212,10 @@ function durationHistogram(side: "server" | "client", provider: MeterProvider | 
     }
     return histogram;
   };
+  return Object.assign(current, {
+    isNoop(): boolean {
+      current();
+      return noop;
+    },
+  });
 }

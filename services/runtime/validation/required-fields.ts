@@ -55,10 +55,12 @@ export function missingRequiredFields(schema: DescMessage, message: Message): Fi
 }
 
 /** Server interceptor: InvalidArgument naming every missing required field, before the handler runs. */
-export const requiredFieldsInterceptor: Interceptor = (next) => async (req) => {
+export const requiredFieldsInterceptor: Interceptor = (next) => (req) => {
   if (!req.stream) {
     const missing = missingRequiredFields(req.method.input, req.message);
-    if (missing.length) throw invalidArgument(missing);
+    // A rejection, not a throw: interceptors answer with a promise either way.
+    if (missing.length) return Promise.reject(invalidArgument(missing));
   }
+  // Not async: a call that passes costs no promise of its own.
   return next(req);
 };

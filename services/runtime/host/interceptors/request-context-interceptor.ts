@@ -12,26 +12,27 @@ export const requestContextInterceptor: Interceptor = (next) => async (req) => {
   const offered = req.header.get(REQUEST_ID_HEADER);
   const requestId = offered !== null && ACCEPTABLE_REQUEST_ID.test(offered) ? offered : randomUUID();
   const store: RequestContext = { requestId, values: new Map() };
-  const run = <R>(fn: () => R): R => requestContext.run(store, fn);
-  const stamp = (error: unknown): unknown => {
-    // Error metadata travels as response headers or trailers, so failed calls echo the id too.
-    if (error instanceof ConnectError) {
-      error.metadata.set(REQUEST_ID_HEADER, requestId);
-    }
-    return error;
-  };
   try {
     // `next` calls the handler synchronously, so a unary handler starts (and stays) inside `run`.
-    const res = await run(() => next(req));
+    const res = await requestContext.run(store, next, req);
     res.header.set(REQUEST_ID_HEADER, requestId);
     if (!res.stream) {
       return res;
     }
-    return { ...res, message: wrapStream(res.message, { run, mapError: stamp }) };
+    const run = <R>(fn: () => R): R => requestContext.run(store, fn);
+    return { ...res, message: wrapStream(res.message, { run, mapError: (error) => stamp(error, requestId) }) };
   } catch (error) {
-    throw stamp(error);
+    throw stamp(error, requestId);
   }
 };
+
+/** Error metadata travels as response headers or trailers, so failed calls echo the id too. */
+function stamp(error: unknown, requestId: string): unknown {
+  if (error instanceof ConnectError) {
+    error.metadata.set(REQUEST_ID_HEADER, requestId);
+  }
+  return error;
+}
 
 /**
  * Client interceptor: forwards the current request id on outgoing calls, so one id follows a
