@@ -2,5 +2,5 @@
 export { outboxModule } from './outbox-module.js';
 export { OutboxEvent, type OutboxEventRow } from './outbox-event.js';
 export { recordEvent, type RecordEventInput } from './record-event.js';
-export { recordEvents, type BatchEventInput } from './record-events.js';
+export { outboxInserts, recordEvents, type BatchEventInput, type OutboxInsert } from './record-events.js';
 export { startOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from './outbox-relay.js';

@@ -28,14 +28,22 @@ export type BatchEventInput = BatchEventBase & ({ message: MessageShape<DescMess
 /** Above this many rows the insert is split, so one statement's parameters stay small. */
 const rowsPerStatement = 5_000;
 
+/** A multi-row insert of outbox rows, to run alone or as one part of a larger statement. */
+export interface OutboxInsert {
+  /** An `insert ... select` with `?` placeholders for `bindings`; no RETURNING, no trailing semicolon. */
+  readonly sql: string;
+  readonly bindings: readonly unknown[];
+  /** The event ids, in the order the relay will publish them. */
+  readonly ids: readonly string[];
+}
+
 /**
- * Inserts the events now, in `em`'s transaction (or as their own statement outside one), in the
- * order given; the relay publishes them in that order after the commit. Anything pending in
- * `em`'s unit of work (events from recordEvent included) is flushed first, so the order in which
- * events were recorded is the order in which they are published. Answers the event ids.
- * Call the relay's notify() after the commit, as with recordEvent.
+ * The rows recordEvents writes, as statements of at most `rowsPerStatement` rows each, for code
+ * that saves a round trip by running the insert inside a statement of its own (a data-modifying
+ * WITH part). The caller runs them in its transaction, in order, after anything its unit of work
+ * still holds is flushed; then it calls the relay's notify() after the commit.
  */
-export async function recordEvents(em: EntityManager, events: readonly BatchEventInput[]): Promise<string[]> {
+export function outboxInserts(events: readonly BatchEventInput[]): OutboxInsert[] {
   const ids: string[] = [];
   // Array elements, already quoted for the literal: subjects and headers repeat, so each distinct
   // one is quoted (and, for headers, built and serialised) once.
@@ -65,29 +73,44 @@ export async function recordEvents(em: EntityManager, events: readonly BatchEven
     if (quoted === undefined) byType.set(event.schema.typeName, (quoted = quoteElement(JSON.stringify(headersFor(event.schema, undefined, ctx)))));
     headers.push(quoted);
   }
-  if (!ids.length) return ids;
 
-  // Like recordEvent's rows, which only reach the table at the next flush: keep recording order.
-  if (hasPendingChanges(em)) await em.flush();
   const createdAt = new Date().toISOString();
-  const q = queryOn(em);
+  const inserts: OutboxInsert[] = [];
   for (let start = 0; start < ids.length; start += rowsPerStatement) {
     const end = start + rowsPerStatement;
-    await q(
-      `insert into "outbox_event" ("id", "subject", "payload", "headers", "created_at")
+    inserts.push({
+      sql: `insert into "outbox_event" ("id", "subject", "payload", "headers", "created_at")
        select v.id, v.subject, v.payload, v.headers, ?::timestamptz
          from unnest(?::uuid[], ?::text[], ?::bytea[], ?::jsonb[]) with ordinality as v(id, subject, payload, headers, n)
         order by v.n`,
-      [
+      bindings: [
         createdAt,
         arrayLiteral.uuids(ids.slice(start, end)),
         `{${subjects.slice(start, end).join(',')}}`,
         arrayLiteral.bytes(payloads.slice(start, end)),
         `{${headers.slice(start, end).join(',')}}`,
       ],
-    );
+      ids: ids.slice(start, end),
+    });
   }
-  return ids;
+  return inserts;
+}
+
+/**
+ * Inserts the events now, in `em`'s transaction (or as their own statement outside one), in the
+ * order given; the relay publishes them in that order after the commit. Anything pending in
+ * `em`'s unit of work (events from recordEvent included) is flushed first, so the order in which
+ * events were recorded is the order in which they are published. Answers the event ids.
+ * Call the relay's notify() after the commit, as with recordEvent.
+ */
+export async function recordEvents(em: EntityManager, events: readonly BatchEventInput[]): Promise<string[]> {
+  const inserts = outboxInserts(events);
+  if (!inserts.length) return [];
+  // Like recordEvent's rows, which only reach the table at the next flush: keep recording order.
+  if (hasPendingChanges(em)) await em.flush();
+  const q = queryOn(em);
+  for (const insert of inserts) await q(insert.sql, insert.bindings);
+  return inserts.flatMap((insert) => [...insert.ids]);
 }
 
 function headersFor(schema: DescMessage, extra: Record<string, string> | undefined, ctx: Context): Record<string, string> {

@@ -1,14 +1,13 @@
-// The events of one observation chunk, written through the outbox's recordEvents: one multi-row
+// The events of one observation chunk, as the outbox's rows (outboxInserts): one multi-row
 // insert with exactly the rows recordEvent writes (headers, trace context). A chunk may carry
 // observations of several requests (concurrent single records share one), so each event keeps
 // the trace context of the request it came from.
 import { create, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Context } from "@opentelemetry/api";
 import { randomUUID } from "node:crypto";
 import { ObservationRecordedSchema } from "../../../gen/tracking/v1/events_pb.js";
-import { recordEvents, type BatchEventInput } from "../../runtime/outbox/index.js";
+import { outboxInserts, type BatchEventInput, type OutboxInsert } from "../../runtime/outbox/index.js";
 import { subjects } from "../events/subjects.js";
 import type { ObservationRow } from "../store/observation-entity.js";
 import { encodeObservationRecorded } from "./event-encoding.js";
@@ -48,8 +47,8 @@ export class EventBatch {
     return id;
   }
 
-  /** Inserts the rows in the caller's transaction; their order is the order they were added. */
-  async write(em: EntityManager): Promise<void> {
-    if (this.events.length) await recordEvents(em, this.events);
+  /** The rows, as statements the chunk runs inside its own last one (see outboxInserts), in order. */
+  inserts(): OutboxInsert[] {
+    return outboxInserts(this.events);
   }
 }

@@ -9,8 +9,8 @@
 //   2. insert the observations, and in the same statement read the devices' inside-states, their
 //      last speed alert (only devices that go over their threshold) and share-lock the live fences
 //      the rules will look at (after 1, so it sees everything committed under those locks);
-//   3. last-seen, geofence states, speed alerts and breaches, in one statement;
-//   4. the events (the outbox's recordEvents).
+//   3. last-seen, geofence states, speed alerts, breaches and the events (the outbox's rows), in
+//      one statement.
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Context } from "@opentelemetry/api";
 import { randomUUID } from "node:crypto";
@@ -22,6 +22,7 @@ import { subjects } from "../events/subjects.js";
 import { toBreach, toSpeedAlert } from "../mappers/to-message.js";
 import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
 import type { ObservationRow } from "../store/observation-entity.js";
+import type { OutboxInsert } from "../../runtime/outbox/index.js";
 import { EventBatch } from "./event-batch.js";
 import type { FenceIndex, IndexedFence } from "./fence-index.js";
 import { pgArray, queryOn, toDate, toDateOrNull, type Query } from "./sql.js";
@@ -179,8 +180,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
 
   const moved: DeviceState[] = [];
   for (const d of devices.values()) if (d.seenMoved) moved.push(d);
-  await writeOutcomes(q, moved, [...stateChanges.values()], speedAlerts, breaches);
-  await events.write(tx);
+  await writeOutcomes(q, moved, [...stateChanges.values()], speedAlerts, breaches, events.inserts());
 
   for (const { item, first } of repeats) {
     const original = rows[first]!;
@@ -401,11 +401,19 @@ const alertBindings = (rows: (SpeedAlertRow | BreachRow)[]) => [
 
 /**
  * Statement 3: the devices' lastSeenAt (only ever forward), the changed inside-states, speed
- * alerts and breaches, each a multi-row part of one statement. Only the parts with rows are
- * sent (a single observation usually has just the first), which keeps planning short.
+ * alerts, breaches and the outbox rows of the chunk's events, each a multi-row part of one
+ * statement. Only the parts with rows are sent (a single observation usually has the first and
+ * the outbox), which keeps planning short.
  */
-async function writeOutcomes(q: Query, moved: DeviceState[], states: StateChange[], speedAlerts: SpeedAlertRow[], breaches: BreachRow[]): Promise<void> {
-  const parts: { sql: string; bindings: unknown[] }[] = [];
+async function writeOutcomes(
+  q: Query,
+  moved: DeviceState[],
+  states: StateChange[],
+  speedAlerts: SpeedAlertRow[],
+  breaches: BreachRow[],
+  outbox: readonly OutboxInsert[],
+): Promise<void> {
+  const parts: { sql: string; bindings: readonly unknown[] }[] = [];
   if (moved.length) {
     parts.push({
       sql: `update tracking_device d set last_seen_at = v.seen
@@ -444,13 +452,22 @@ async function writeOutcomes(q: Query, moved: DeviceState[], states: StateChange
       bindings: [...alertBindings(breaches), pgArray.uuids(breaches.map((r) => r.geofenceId)), pgArray.texts(breaches.map((r) => r.breachEventType))],
     });
   }
-  if (!parts.length) return;
-  if (parts.length === 1) {
-    await q(parts[0]!.sql, parts[0]!.bindings);
+  // The relay publishes in insertion order. One insert rides along; the parts of a statement run
+  // in no set order, so the rare chunk with more events than one insert holds writes the rest after.
+  const [first, ...rest] = outbox;
+  const after = first && rest.length ? outbox : [];
+  if (first && !rest.length) parts.push(first);
+  if (!parts.length) {
+    for (const insert of after) await q(insert.sql, insert.bindings);
     return;
   }
-  // Data-modifying WITH parts all run, referenced or not.
-  await q(`with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(", ")} select 1`, parts.flatMap((p) => p.bindings));
+  if (parts.length === 1) {
+    await q(parts[0]!.sql, parts[0]!.bindings);
+  } else {
+    // Data-modifying WITH parts all run, referenced or not.
+    await q(`with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(", ")} select 1`, parts.flatMap((p) => p.bindings));
+  }
+  for (const insert of after) await q(insert.sql, insert.bindings);
 }
 
 /** Fills in the stored row of every duplicate that does not have one yet (single path only). */
