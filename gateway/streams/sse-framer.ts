@@ -42,8 +42,9 @@ interface CachedFrame {
 
 export interface SseFramer {
   /**
-   * A ServerSentEvent's frame, or a batch's frames, each ending with its blank line. Bytes, so a
-   * frame shared by many clients is encoded once, not once per client.
+   * A ServerSentEvent's frame, or a batch's frames, each ending with its blank line (a frozen
+   * batch's as one buffer). Bytes, so a frame shared by many clients is encoded once, not once per
+   * client.
    */
   frames(message: Message): readonly Buffer[];
   /** A failure after the stream opened: its last frame. */
@@ -91,10 +92,20 @@ export function createSseFramer(
     return bytes;
   };
 
+  // A frozen batch is one instance for every client of a hand-out: its frames become one buffer,
+  // encoded once, written once per client.
+  const frozenBatches = new WeakMap<Message, readonly Buffer[]>();
+
   return {
     frames(message) {
       if (message.$typeName === SERVER_SENT_EVENT_TYPE) return [frameOf(message as ServerSentEvent)];
-      return (message as ServerSentEventBatch).events.map(frameOf);
+      const known = frozenBatches.get(message);
+      if (known !== undefined) return known;
+      const frames = (message as ServerSentEventBatch).events.map(frameOf);
+      if (!Object.isFrozen(message)) return frames;
+      const joined = frames.length > 1 ? [Buffer.concat(frames)] : frames;
+      frozenBatches.set(message, joined);
+      return joined;
     },
     error(document) {
       return `event: error\ndata: ${JSON.stringify(document)}\n\n`;

@@ -36,16 +36,40 @@ function eventStreamService(hub: StreamHub, tokens: StreamTokens): ServiceImpl<t
       return { token, expiresAt: timestampFromDate(expiresAt) };
     },
 
-    async *streamEvents(req, ctx) {
-      if (req.token === "") {
-        throw new ConnectError("a stream token is required: POST /api/events/token, then GET /api/events?token=<token>", Code.Unauthenticated);
-      }
-      if (!(await tokens.isValid(req.token))) {
-        throw new ConnectError("the stream token is unknown or expired", Code.Unauthenticated);
-      }
-      const lastEventId = ctx.requestHeader.get("last-event-id") ?? req.lastEventId ?? "";
-      const resumeAfter = EVENT_ID.test(lastEventId) ? Number(lastEventId) : undefined;
-      yield* await hub.open({ resumeAfter, signal: ctx.signal });
+    streamEvents(req, ctx) {
+      // Not a generator delegating to the hub: once open, each pull goes straight to the hub's
+      // stream (one layer less per message for every client).
+      return openedLater(async () => {
+        if (req.token === "") {
+          throw new ConnectError("a stream token is required: POST /api/events/token, then GET /api/events?token=<token>", Code.Unauthenticated);
+        }
+        if (!(await tokens.isValid(req.token))) {
+          throw new ConnectError("the stream token is unknown or expired", Code.Unauthenticated);
+        }
+        const lastEventId = ctx.requestHeader.get("last-event-id") ?? req.lastEventId ?? "";
+        const resumeAfter = EVENT_ID.test(lastEventId) ? Number(lastEventId) : undefined;
+        return hub.open({ resumeAfter, signal: ctx.signal });
+      });
+    },
+  };
+}
+
+/** A stream opened on the first pull (so its checks fail the call as a handler's would); after that, the opened stream's own iterator. */
+function openedLater<T>(open: () => Promise<AsyncIterable<T>>): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      let inner: AsyncIterator<T> | undefined;
+      let opening: Promise<AsyncIterator<T>> | undefined;
+      const opened = (): Promise<AsyncIterator<T>> => (opening ??= open().then((iterable) => (inner = iterable[Symbol.asyncIterator]())));
+      return {
+        next() {
+          return inner ? inner.next() : opened().then((it) => it.next());
+        },
+        async return(value?: unknown) {
+          const it = inner ?? (opening ? await opening.catch(() => undefined) : undefined);
+          return (await it?.return?.(value)) ?? { done: true, value: undefined };
+        },
+      };
     },
   };
 }

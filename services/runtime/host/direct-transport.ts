@@ -157,6 +157,12 @@ export function createDirectTransport(source: DirectTransportSource, options: Di
       } catch (error) {
         throw call.fail(error);
       }
+      // The server's own stream, untouched by client interceptors, settles the call itself: one
+      // layer less on every message.
+      if (selfSettling.has(res.message)) {
+        call.settledByStream = true;
+        return res as never;
+      }
       return { ...res, message: settleCallWith(res.message, call) } as never;
     },
   };
@@ -242,6 +248,8 @@ class Call {
   readonly deadline: number | undefined;
   /** Runs once if the call is aborted (by the caller or the deadline). */
   onAbort: (() => void) | undefined;
+  /** The server's stream ends the caller's side itself, as settleCallWith would (see stream()). */
+  settledByStream = false;
   readonly #listening: AbortSignal[] = [];
   readonly #shutdown: AbortSignal | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -521,21 +529,25 @@ function serveStream(binding: Binding, wireReq: StreamRequest, call: Call): () =
     const fail = (error: unknown): never => {
       finish(error);
       // Cut off by the caller's abort or deadline: that reason is the answer, as with any transport.
-      if (call.client.ended) throw call.client.reason;
-      throw wireError(error, header, responseTrailer, true);
+      const thrown = call.client.ended ? call.client.reason : wireError(error, header, responseTrailer, true);
+      throw call.settledByStream ? call.fail(thrown) : thrown;
     };
     const received = (result: IteratorResult<Message>): IteratorResult<Message> => {
       if (result.done === true) {
         responseTrailer.forEach((value, key) => trailer.set(key, value));
         finished = true;
         call.server.end(CALL_ENDED);
+        if (call.settledByStream) call.done();
         return result;
       }
       return { done: false, value: binding.copies ? copyOut(method.output, result.value) : result.value };
     };
     const messages: AsyncIterator<Message> = {
       async next() {
-        if (finished) return { done: true, value: undefined };
+        if (finished) {
+          if (call.settledByStream) call.done();
+          return { done: true, value: undefined };
+        }
         if (failure) return fail(failure.error);
         if (first) {
           const result = first;
@@ -549,6 +561,7 @@ function serveStream(binding: Binding, wireReq: StreamRequest, call: Call): () =
         }
       },
       async return() {
+        if (call.settledByStream) call.fail(new ConnectError("the caller stopped reading the stream", Code.Canceled));
         if (!finished) finish(new ConnectError("the caller stopped reading the stream", Code.Canceled));
         return { done: true, value: undefined };
       },
@@ -561,9 +574,13 @@ function serveStream(binding: Binding, wireReq: StreamRequest, call: Call): () =
       trailer,
       message: { [Symbol.asyncIterator]: () => messages },
     };
+    selfSettling.add(res.message);
     return res;
   };
 }
+
+/** Streams serveStream made, which can settle the caller's call themselves. */
+const selfSettling = new WeakSet<AsyncIterable<unknown>>();
 
 /** Ends the caller's call with its stream: done when it is read to the end, failed when it throws. */
 function settleCallWith<T>(source: AsyncIterable<T>, call: Call): AsyncIterable<T> {

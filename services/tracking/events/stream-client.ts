@@ -10,6 +10,8 @@ export interface SequencedEvent {
   readonly frame: ServerSentEvent;
 }
 
+const settled = Promise.resolve();
+
 export class StreamClient {
   /** Frames to send, and gaps (a number: events missed at that point) where the hub dropped some. */
   private readonly buffer: (ServerSentEvent | number)[] = [];
@@ -26,6 +28,12 @@ export class StreamClient {
   held: SequencedEvent[] | undefined;
   /** Live events that did not fit in `held`: the replay must then go on up to the oldest kept. */
   heldOverflowed = false;
+  /**
+   * A run of live events kept as the hub's own array while nothing else is buffered: every client
+   * that keeps up then hands on the very same frames (and batch), so the gateway encodes and
+   * writes them once for all. Anything else that arrives first copies it into `buffer`.
+   */
+  private shared: readonly ServerSentEvent[] | undefined;
 
   constructor(readonly capacity: number) {}
 
@@ -47,6 +55,22 @@ export class StreamClient {
     this.accept(event.seq, event.frame);
   }
 
+  /**
+   * Live events the hub hands to every client at once, in sequence order; `frames` is theirs, in
+   * the same order, frozen and shared by every client.
+   */
+  offerRun(run: readonly SequencedEvent[], frames: readonly ServerSentEvent[]): void {
+    const first = run[0];
+    if (first === undefined) return;
+    if (!this.closed && !this.held && this.shared === undefined && this.buffer.length === 0 && this.dropped === 0 && first.seq > this.lastSeq) {
+      this.shared = frames;
+      this.lastSeq = run[run.length - 1]!.seq;
+      this.wake();
+      return;
+    }
+    for (const event of run) this.offer(event);
+  }
+
   /** An event in sequence order (live or replayed); one already taken in is ignored. */
   accept(seq: number, frame: ServerSentEvent | undefined): void {
     if (this.closed || seq <= this.lastSeq) return;
@@ -60,6 +84,8 @@ export class StreamClient {
    */
   noteDropped(count: number): void {
     if (this.closed || count <= 0) return;
+    // After a shared run, not before it: the run becomes this client's own buffer first.
+    this.unshare();
     if (this.buffer.length > 0) {
       this.push(count);
       return;
@@ -83,19 +109,33 @@ export class StreamClient {
   }
 
   hasBuffered(): boolean {
-    return this.buffer.length > 0 || this.dropped > 0;
+    return this.shared !== undefined || this.buffer.length > 0 || this.dropped > 0;
   }
 
   /**
    * Every frame ready, in order, once there is at least one; undefined when the client is closed.
    * Readiness is signalled, not handed over: frames that arrive in the same turn as the first one
-   * leave together.
+   * leave together. A shared run comes back as the hub's own (frozen) array.
    */
-  async nextBatch(): Promise<ServerSentEvent[] | undefined> {
+  async nextBatch(): Promise<readonly ServerSentEvent[] | undefined> {
     while (!this.hasBuffered()) {
       if (this.closed) return undefined;
-      await new Promise<void>((resolve) => (this.waiter = resolve));
+      await this.ready();
     }
+    return this.take();
+  }
+
+  /**
+   * Settles once there is something to take (or the client closed); take() then. The two halves
+   * of nextBatch, for a reader that wants to spend no promise of its own per batch.
+   */
+  ready(): Promise<void> {
+    if (this.closed || this.hasBuffered()) return settled;
+    return new Promise<void>((resolve) => (this.waiter = resolve));
+  }
+
+  /** What is buffered now (nothing when none), or undefined once the client is closed. */
+  take(): readonly ServerSentEvent[] | undefined {
     return this.closed ? undefined : this.takeAll();
   }
 
@@ -105,10 +145,19 @@ export class StreamClient {
     this.buffer.length = 0;
     this.dropped = 0;
     this.held = undefined;
+    this.shared = undefined;
     this.wake();
   }
 
+  /** From here on the shared run is this client's own buffer. */
+  private unshare(): void {
+    if (this.shared === undefined) return;
+    this.buffer.push(...this.shared);
+    this.shared = undefined;
+  }
+
   private push(entry: ServerSentEvent | number): void {
+    this.unshare();
     const last = this.buffer.at(-1);
     if (typeof entry === "number" && typeof last === "number") {
       this.buffer[this.buffer.length - 1] = last + entry;
@@ -122,7 +171,12 @@ export class StreamClient {
     this.wake();
   }
 
-  private takeAll(): ServerSentEvent[] {
+  private takeAll(): readonly ServerSentEvent[] {
+    const shared = this.shared;
+    this.shared = undefined;
+    // Only a shared run is buffered (anything more copies it first): hand it on as it is.
+    if (shared !== undefined && this.buffer.length === 0 && this.dropped === 0) return shared;
+    if (shared !== undefined) this.buffer.unshift(...shared);
     const out: ServerSentEvent[] = [];
     // The gap sits right before the oldest entry still buffered: say so there.
     if (this.dropped > 0) out.push(droppedEvent(this.dropped));

@@ -105,6 +105,42 @@ test("a client that does not read loses the oldest events and is told how many, 
   t.is(await waiting, undefined, "closing ends a waiting read");
 });
 
+test("a run reaches caught-up clients as the hub's own frames; a client holding others keeps order", (t) => {
+  const frame = (seq: number) => ({ seq, frame: create(ServerSentEventSchema, { event: "e", id: String(seq) }) });
+  const run = [frame(2), frame(3)];
+  const frames = Object.freeze(run.map((e) => e.frame));
+  const caughtUp = new StreamClient(10);
+  const alsoCaughtUp = new StreamClient(10);
+  const behind = new StreamClient(10);
+  behind.offer(frame(1));
+  for (const client of [caughtUp, alsoCaughtUp, behind]) client.offerRun(run, frames);
+  t.is(caughtUp.take(), frames, "the very array the hub made");
+  t.is(alsoCaughtUp.take(), frames);
+  t.deepEqual(behind.take()!.map((f) => f.id), ["1", "2", "3"]);
+  // Something after the run but before the read: the run becomes the client's own, then the rest.
+  alsoCaughtUp.offerRun([frame(4)], Object.freeze([frame(4).frame]));
+  alsoCaughtUp.noteDropped(2);
+  t.deepEqual(alsoCaughtUp.take()!.map((f) => f.event + f.id), ["e4", "dropped"]);
+  // Already seen: ignored, never shared twice.
+  caughtUp.offerRun(run, frames);
+  t.deepEqual(caughtUp.take(), []);
+});
+
+test("clients that keep up read one batch instance per hand-out, shared by all of them", async (t) => {
+  const f = await fixture(t);
+  const signal = new AbortController().signal;
+  const a = (await f.hub.open({ signal }))[Symbol.asyncIterator]();
+  const b = (await f.hub.open({ signal }))[Symbol.asyncIterator]();
+  await a.next();
+  await b.next();
+  await f.observation(1);
+  await f.observation(2);
+  const [fromA, fromB] = await Promise.all([a.next(), b.next()]);
+  t.deepEqual(fromA.value!.events.map(describe), ["observation#1:obs-1", "observation#2:obs-2"]);
+  t.is(fromA.value, fromB.value);
+  t.true(Object.isFrozen(fromA.value));
+});
+
 test("every client gets each event once, in order; a slow one drops its oldest without holding back the rest", async (t) => {
   const f = await fixture(t, { clientBufferSize: 3 });
   const signal = new AbortController().signal;

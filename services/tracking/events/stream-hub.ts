@@ -52,9 +52,20 @@ const COALESCE_US_PER_CLIENT = 50;
 const MAX_COALESCE_MS = 50;
 
 // Frozen: nobody changes a batch once handed over, and it says so to whoever could otherwise copy
-// it defensively (an in-process transport).
-const batchOf = (events: ServerSentEvent[]): ServerSentEventBatch =>
-  Object.freeze(create(ServerSentEventBatchSchema, { events: Object.freeze(events) as ServerSentEvent[] }));
+// it defensively (an in-process transport). A run of events shared by many clients (see
+// StreamClient.offerRun) becomes one batch, the same instance for every client, so the gateway
+// renders and encodes it once.
+const sharedBatches = new WeakMap<readonly ServerSentEvent[], ServerSentEventBatch>();
+const batchOf = (events: readonly ServerSentEvent[]): ServerSentEventBatch => {
+  let batch = sharedBatches.get(events);
+  if (batch === undefined) {
+    // Only the hub's runs arrive frozen; a client's own array is used once.
+    const shared = Object.isFrozen(events);
+    batch = Object.freeze(create(ServerSentEventBatchSchema, { events: Object.freeze(events) as ServerSentEvent[] }));
+    if (shared) sharedBatches.set(events, batch);
+  }
+  return batch;
+};
 
 export function createStreamHub(options: StreamHubOptions): StreamHub {
   const { bus, stream, clientBufferSize, logger } = options;
@@ -96,10 +107,10 @@ export function createStreamHub(options: StreamHubOptions): StreamHub {
       pendingDropped = 0;
     }
     const end = Math.min(pending.length, pendingHead + perTurn);
-    for (; pendingHead < end; pendingHead++) {
-      const event = pending[pendingHead]!;
-      for (const client of clients) client.offer(event);
-    }
+    const run = pending.slice(pendingHead, end);
+    pendingHead = end;
+    const frames = Object.freeze(run.map((event) => event.frame));
+    for (const client of clients) client.offerRun(run, frames);
     if (pendingHead < pending.length) {
       setImmediate(flush);
       return;
@@ -175,45 +186,82 @@ export function createStreamHub(options: StreamHubOptions): StreamHub {
     return complete ? page : [];
   }
 
-  async function* frames(client: StreamClient, replayThrough: number | undefined, signal: AbortSignal) {
-    try {
-      yield batchOf([connectedFrame]);
-      if (replayThrough !== undefined) {
-        let through = replayThrough;
-        while (!client.isClosed) {
-          while (client.lastSeq < through && !client.isClosed) {
-            const from = client.lastSeq + 1;
-            const page = await readPage(from, through, client.capacity, signal);
-            if (page.length === 0) break;
-            // Sequences are contiguous in the stream: a jump means history no longer retained.
-            client.noteDropped(page[0]!.seq - from);
-            for (const m of page) client.accept(m.seq, toStreamEvent(m));
-            // The next page is read only once this one is sent: a replay never overflows the buffer.
-            if (client.hasBuffered()) {
-              const batch = await client.nextBatch();
-              if (!batch) return;
-              yield batchOf(batch);
-            }
-          }
-          if (client.isClosed || !client.heldOverflowed) {
-            client.goLive();
-            break;
-          }
-          // Live events were dropped while replaying: replay on, up to the oldest one still held
-          // (or the stream's end), then look again.
-          client.heldOverflowed = false;
-          const oldestHeld = client.held?.[0];
-          through = oldestHeld ? oldestHeld.seq - 1 : (await bus.streamInfo(stream)).lastSeq;
+  /** The connected comment and, for a resuming client, the replay; the client is live after it. */
+  async function* opening(client: StreamClient, replayThrough: number | undefined, signal: AbortSignal) {
+    yield batchOf([connectedFrame]);
+    if (replayThrough === undefined) return;
+    let through = replayThrough;
+    while (!client.isClosed) {
+      while (client.lastSeq < through && !client.isClosed) {
+        const from = client.lastSeq + 1;
+        const page = await readPage(from, through, client.capacity, signal);
+        if (page.length === 0) break;
+        // Sequences are contiguous in the stream: a jump means history no longer retained.
+        client.noteDropped(page[0]!.seq - from);
+        for (const m of page) client.accept(m.seq, toStreamEvent(m));
+        // The next page is read only once this one is sent: a replay never overflows the buffer.
+        if (client.hasBuffered()) {
+          const batch = await client.nextBatch();
+          if (!batch) return;
+          yield batchOf(batch);
         }
       }
-      for (;;) {
-        const batch = await client.nextBatch();
-        if (!batch) return;
-        yield batchOf(batch);
+      if (client.isClosed || !client.heldOverflowed) {
+        client.goLive();
+        return;
       }
-    } finally {
-      detach(client);
+      // Live events were dropped while replaying: replay on, up to the oldest one still held
+      // (or the stream's end), then look again.
+      client.heldOverflowed = false;
+      const oldestHeld = client.held?.[0];
+      through = oldestHeld ? oldestHeld.seq - 1 : (await bus.streamInfo(stream)).lastSeq;
     }
+  }
+
+  /**
+   * A client's batches: the opening, then live ones. Live, a pull is one step from the client's
+   * buffer, not a generator's: with a thousand clients, every layer a pull goes through is paid a
+   * thousand times per hand-out. The client is detached when the stream ends, fails or is left.
+   */
+  function frames(client: StreamClient, replayThrough: number | undefined, signal: AbortSignal): AsyncIterable<ServerSentEventBatch> {
+    const start = opening(client, replayThrough, signal);
+    let live = false;
+    let finished = false;
+    const finish = (): IteratorResult<ServerSentEventBatch> => {
+      if (!finished) {
+        finished = true;
+        detach(client);
+      }
+      return { done: true, value: undefined };
+    };
+    const failed = (error: unknown): never => {
+      finish();
+      throw error;
+    };
+    const liveBatch = (): IteratorResult<ServerSentEventBatch> | Promise<IteratorResult<ServerSentEventBatch>> => {
+      const batch = client.take();
+      if (batch === undefined) return finish();
+      // Woken without anything to take (it cannot happen today, but a spurious wake must not end the stream).
+      return batch.length > 0 ? { done: false, value: batchOf(batch) } : liveNext();
+    };
+    const liveNext = (): Promise<IteratorResult<ServerSentEventBatch>> => client.ready().then(liveBatch, failed);
+    const iterator: AsyncIterator<ServerSentEventBatch> = {
+      next() {
+        if (finished) return Promise.resolve({ done: true, value: undefined });
+        if (live) return liveNext();
+        return start.next().then((result) => {
+          if (!result.done) return result;
+          live = true;
+          return liveNext();
+        }, failed);
+      },
+      async return() {
+        finish();
+        await start.return(undefined);
+        return { done: true, value: undefined };
+      },
+    };
+    return { [Symbol.asyncIterator]: () => iterator };
   }
 
   return {

@@ -8,12 +8,30 @@ export interface WrapStreamOptions {
   mapError?: (error: unknown) => unknown;
 }
 
+type Run = <R>(fn: () => R) => R;
+
+const direct: Run = (fn) => fn();
+const unchanged = (error: unknown): unknown => error;
+
+/** What a wrapped stream remembers, so wrapping it again adds no second layer. */
+const layers = new WeakMap<AsyncIterable<unknown>, { source: AsyncIterable<unknown>; run: Run; mapError: (error: unknown) => unknown }>();
+
+/**
+ * The stream's messages, each pull run through `options.run` and each error through
+ * `options.mapError`. Wrapping a stream this function made folds the two into one layer (the
+ * outer run around the inner one, the inner mapError first): interceptors stacked on one call
+ * cost one async step per message, not one each.
+ */
 export function wrapStream<T>(source: AsyncIterable<T>, options: WrapStreamOptions): AsyncIterable<T> {
-  const run = options.run ?? (<R>(fn: () => R): R => fn());
-  const mapError = options.mapError ?? ((error: unknown) => error);
-  return {
+  const outerRun = options.run ?? direct;
+  const outerMap = options.mapError ?? unchanged;
+  const inner = layers.get(source);
+  const base = (inner?.source ?? source) as AsyncIterable<T>;
+  const run: Run = inner ? (fn) => outerRun(() => inner.run(fn)) : outerRun;
+  const mapError = inner ? (error: unknown) => outerMap(inner.mapError(error)) : outerMap;
+  const wrapped: AsyncIterable<T> = {
     [Symbol.asyncIterator](): AsyncIterator<T> {
-      const it = run(() => source[Symbol.asyncIterator]());
+      const it = run(() => base[Symbol.asyncIterator]());
       return {
         async next() {
           try {
@@ -31,4 +49,6 @@ export function wrapStream<T>(source: AsyncIterable<T>, options: WrapStreamOptio
       };
     },
   };
+  layers.set(wrapped, { source: base, run, mapError });
+  return wrapped;
 }
