@@ -1,21 +1,14 @@
 // Reads by primary key on the hot path, without the unit of work. em.findOne builds its SQL with
 // the query builder and hydrates an entity on every call (about 240 µs of CPU here); this builds
 // the statement once per entity from MikroORM's metadata and runs it as a named prepared
-// statement on a connection of the ORM's own pool (about 30 µs). Same pool, same connections,
-// same mapping of columns to properties; what it gives up is the identity map, which a request
-// that only reads one row and answers it has no use for.
+// statement on a connection of the ORM's own pool (about 30 µs), kept between reads while nothing
+// else wants it (read-lane.ts). Same pool, same connections, same mapping of columns to
+// properties; what it gives up is the identity map, which a request that only reads one row and
+// answers it has no use for.
 import type { EntityMetadata, EntitySchema, MikroORM } from '@mikro-orm/core';
 import type { PostgreSqlConnection } from '@mikro-orm/postgresql';
+import { createReadLane, type PoolOwner } from './read-lane.js';
 
-/** A pg client as the ORM's pool hands it out: only the call used here. */
-interface PooledClient {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: Record<string, unknown>[] }>;
-}
-
-interface PoolOwner {
-  acquireConnection(): Promise<PooledClient>;
-  releaseConnection(client: PooledClient): Promise<void> | void;
-}
 
 interface Statement {
   name: string;
@@ -56,7 +49,7 @@ export interface PreparedReads {
 
 export function createPreparedReads(orm: MikroORM): PreparedReads {
   const statements = new Map<string, Statement>();
-  const pool = (): PoolOwner => (orm.em.getConnection() as PostgreSqlConnection).getKnex().client as PoolOwner;
+  const lane = createReadLane(() => (orm.em.getConnection() as PostgreSqlConnection).getKnex().client as PoolOwner);
 
   const statementFor = (meta: EntityMetadata): Statement => {
     let statement = statements.get(meta.className);
@@ -85,16 +78,15 @@ export function createPreparedReads(orm: MikroORM): PreparedReads {
   return {
     async byId<T extends object>(entity: EntitySchema<T, never>, id: string | number): Promise<T | null> {
       const statement = statementFor(orm.getMetadata().get(entity.meta.className));
-      const owner = pool();
-      const client = await owner.acquireConnection();
+      const client = await lane.acquire();
       let rows: Record<string, unknown>[];
       try {
         ({ rows } = await client.query({ name: statement.name, text: statement.text, values: [id] }));
-      } finally {
-        // Not awaited: the pool takes the connection back at once, and the answer need not wait a
-        // turn for that.
-        void owner.releaseConnection(client);
+      } catch (error) {
+        lane.release(client, true);
+        throw error;
       }
+      lane.release(client);
       const row = rows[0];
       if (!row) return null;
       const out: Record<string, unknown> = {};
