@@ -5,7 +5,8 @@
 // server publishes observation events straight onto the bus at a fixed rate, each stamped with
 // its publish time, and a client's receive time minus that stamp is the delivery latency.
 // A benchmark, not a test: it prints p50/p99 latency, delivered/expected, CPU and the machine.
-// `--profile <dir>` writes a CPU profile of the server process there.
+// `--profile <dir>` writes a CPU profile of the server process there; `BENCH_PERF_MAP=1` starts it
+// with --perf-basic-prof instead, so Linux `perf` can name its JavaScript frames.
 //
 // Latency is read on `--probes` clients (default 100) that read every byte as it arrives. The other
 // clients read what has accumulated every 100 ms and only count: the server still writes every
