@@ -454,9 +454,9 @@ async function writeOutcomes(
   }
   // The relay publishes in insertion order. One insert rides along; the parts of a statement run
   // in no set order, so the rare chunk with more events than one insert holds writes the rest after.
-  const [first, ...rest] = outbox;
-  const after = first && rest.length ? outbox : [];
-  if (first && !rest.length) parts.push(first);
+  const ridesAlong = outbox.length === 1;
+  if (ridesAlong) parts.push(outbox[0]!);
+  const after = ridesAlong ? [] : outbox;
   if (!parts.length) {
     for (const insert of after) await q(insert.sql, insert.bindings);
     return;
