@@ -275,7 +275,9 @@ interface ReadRow {
  *   now far away or was moved), are read back if still active, with their current shape, and
  *   share-locked so that no instance deactivates or deletes one while this chunk writes states for
  *   it. So a stale index can delay a new fence, but never evaluates a deleted, deactivated or
- *   outdated one.
+ *   outdated one. The ids go in as one array (`id = any(...)`) so that the planner looks them up
+ *   by primary key: written as `id in (select unnest(...) ...)` it hash-joined a sequential scan
+ *   of every fence, most of the statement's time with 10,000 fences.
  */
 async function insertAndRead(q: Query, pending: PendingRow[], ctx: ChunkContext): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
   const inserted = new Set<string>();
@@ -299,55 +301,25 @@ async function insertAndRead(q: Query, pending: PendingRow[], ctx: ChunkContext)
     if (verdict.over) speeding.add(device.id);
   }
   const rows = pending.map((p) => p.row);
-  // Only devices over their threshold need their last alert; usually none.
-  const lastAlert = speeding.size
-    ? {
-        cte: ` la as (
-       select device_id, max(occurred_at) as last from tracking_speed_alert where device_id = any(?::uuid[]) group by device_id
-     ),`,
-        select: `     union all select 2, device_id, null, last, null, null, null, null from la`,
-        bindings: [pgArray.uuids([...speeding])],
-      }
-    : { cte: "", select: "", bindings: [] };
-  const read = await q<ReadRow>(
-    `with ins as (
-       insert into tracking_observation
-         (id, device_id, asset_id, observed_at, latitude, longitude, altitude, accuracy_meters, speed_kmh, heading_degrees, metadata, source, received_at)
-       select * from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::timestamptz[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::text[], ?::text[], ?::timestamptz[])
-       on conflict (device_id, observed_at) do nothing
-       returning id
-     ), st as (
-       select device_id, geofence_id from tracking_geofence_state where device_id = any(?::uuid[]) and inside
-     ),${lastAlert.cte} f as (
-       select g.id, g.name, g.center_latitude, g.center_longitude, g.radius_meters
-         from tracking_geofence g
-        where g.id in (select unnest(?::uuid[]) union all select geofence_id from st) and g.is_active
-        order by g.id
-          for share of g
-     )
-     select 0 as k, id as a, null::uuid as b, null::timestamptz as t, null::text as name, null::float8 as x, null::float8 as y, null::float8 as r from ins
-     union all select 1, device_id, geofence_id, null, null, null, null, null from st
-${lastAlert.select}
-     union all select 3, id, null, null, name, center_latitude, center_longitude, radius_meters from f`,
-    [
-      pgArray.uuids(rows.map((r) => r.id)),
-      pgArray.uuids(rows.map((r) => r.deviceId)),
-      pgArray.uuids(rows.map((r) => r.assetId)),
-      pgArray.times(rows.map((r) => r.observedAt)),
-      pgArray.numbers(rows.map((r) => r.latitude)),
-      pgArray.numbers(rows.map((r) => r.longitude)),
-      pgArray.numbers(rows.map((r) => r.altitude)),
-      pgArray.numbers(rows.map((r) => r.accuracyMeters)),
-      pgArray.numbers(rows.map((r) => r.speedKmh)),
-      pgArray.numbers(rows.map((r) => r.headingDegrees)),
-      pgArray.texts(rows.map((r) => r.metadata)),
-      pgArray.texts(rows.map((r) => r.source)),
-      pgArray.times(rows.map((r) => r.receivedAt)),
-      pgArray.uuids([...deviceIds]),
-      ...lastAlert.bindings,
-      pgArray.uuids([...near]),
-    ],
-  );
+  const read = await q<ReadRow>(readSql(speeding.size > 0), [
+    pgArray.uuids(rows.map((r) => r.id)),
+    pgArray.uuids(rows.map((r) => r.deviceId)),
+    pgArray.uuids(rows.map((r) => r.assetId)),
+    pgArray.times(rows.map((r) => r.observedAt)),
+    pgArray.numbers(rows.map((r) => r.latitude)),
+    pgArray.numbers(rows.map((r) => r.longitude)),
+    pgArray.numbers(rows.map((r) => r.altitude)),
+    pgArray.numbers(rows.map((r) => r.accuracyMeters)),
+    pgArray.numbers(rows.map((r) => r.speedKmh)),
+    pgArray.numbers(rows.map((r) => r.headingDegrees)),
+    pgArray.texts(rows.map((r) => r.metadata)),
+    pgArray.texts(rows.map((r) => r.source)),
+    pgArray.times(rows.map((r) => r.receivedAt)),
+    pgArray.uuids([...deviceIds]),
+    // Only devices over their threshold need their last alert; usually none.
+    ...(speeding.size ? [pgArray.uuids([...speeding])] : []),
+    pgArray.uuids([...near]),
+  ]);
   const devices = new Map(pending.map((p) => [p.device.id, p.device]));
   for (const id of speeding) devices.get(id)!.lastAlertAt = null;
   for (const r of read) {
@@ -367,6 +339,40 @@ ${lastAlert.select}
     }
   }
   return { inserted, live };
+}
+
+/**
+ * The text of statement 2. Bindings, in order: the 13 observation column arrays, the chunk's device
+ * ids, the ids of the devices over their threshold (only `withLastAlert`), the proposed fence ids.
+ */
+export function readSql(withLastAlert: boolean): string {
+  const lastAlert = withLastAlert
+    ? {
+        cte: ` la as (
+       select device_id, max(occurred_at) as last from tracking_speed_alert where device_id = any(?::uuid[]) group by device_id
+     ),`,
+        select: `
+     union all select 2, device_id, null, last, null, null, null, null from la`,
+      }
+    : { cte: "", select: "" };
+  return `with ins as (
+       insert into tracking_observation
+         (id, device_id, asset_id, observed_at, latitude, longitude, altitude, accuracy_meters, speed_kmh, heading_degrees, metadata, source, received_at)
+       select * from unnest(?::uuid[], ?::uuid[], ?::uuid[], ?::timestamptz[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::float8[], ?::text[], ?::text[], ?::timestamptz[])
+       on conflict (device_id, observed_at) do nothing
+       returning id
+     ), st as (
+       select device_id, geofence_id from tracking_geofence_state where device_id = any(?::uuid[]) and inside
+     ),${lastAlert.cte} f as (
+       select g.id, g.name, g.center_latitude, g.center_longitude, g.radius_meters
+         from tracking_geofence g
+        where g.id = any(?::uuid[] || array(select geofence_id from st)) and g.is_active
+        order by g.id
+          for share of g
+     )
+     select 0 as k, id as a, null::uuid as b, null::timestamptz as t, null::text as name, null::float8 as x, null::float8 as y, null::float8 as r from ins
+     union all select 1, device_id, geofence_id, null, null, null, null, null from st${lastAlert.select}
+     union all select 3, id, null, null, name, center_latitude, center_longitude, radius_meters from f`;
 }
 
 function alertColumns(row: ObservationRow, now: Date) {
