@@ -3,9 +3,9 @@
 // database stays the truth; this is a cache kept current by local changes, bus events from other
 // instances and a periodic reload, each guarded by the fence's updatedAt so a late event never
 // brings back an older state.
-import RBush from "rbush";
 import { circleBoxes, type GeoBox } from "../domain/geo.js";
 import type { FenceShape } from "../domain/geofence-rule.js";
+import { BoxGrid } from "./box-grid.js";
 
 /** What the index keeps of a fence: its shape plus what breach messages show. */
 export interface IndexedFence extends FenceShape {
@@ -18,13 +18,14 @@ export interface FenceState extends IndexedFence {
   updatedAt: Date;
 }
 
-interface Entry extends GeoBox {
+interface Entry {
   fence: IndexedFence;
+  boxes: GeoBox[];
 }
 
 export class FenceIndex {
-  private readonly tree = new RBush<Entry>();
-  private readonly entries = new Map<string, Entry[]>();
+  private readonly grid = new BoxGrid<IndexedFence>();
+  private readonly entries = new Map<string, Entry>();
   /** updatedAt (ms) of the newest state seen per fence, active or not. */
   private readonly versions = new Map<string, number>();
   /** Deleted ids: a uuid never comes back, so any later event about one is stale. */
@@ -73,15 +74,14 @@ export class FenceIndex {
   }
 
   get(id: string): IndexedFence | undefined {
-    return this.entries.get(id)?.[0]?.fence;
+    return this.entries.get(id)?.fence;
   }
 
   /** Active fences whose box holds the point: a superset of the fences that contain it. */
   candidates(latitude: number, longitude: number): IndexedFence[] {
-    const hits = this.tree.search({ minX: longitude, minY: latitude, maxX: longitude, maxY: latitude });
-    if (hits.length <= 1) return hits.map((h) => h.fence);
-    // A fence across the antimeridian or a pole has two boxes; a point on the seam can hit both.
-    return [...new Map(hits.map((h) => [h.fence.id, h.fence])).values()];
+    const hits = this.grid.search(longitude, latitude);
+    // A fence across the antimeridian has two boxes; a point on the seam could hit both.
+    return hits.length <= 1 ? hits : [...new Set(hits)];
   }
 
   private insert(state: FenceState): void {
@@ -92,15 +92,15 @@ export class FenceIndex {
       centerLongitude: state.centerLongitude,
       radiusMeters: state.radiusMeters,
     };
-    const boxes = circleBoxes(fence.centerLatitude, fence.centerLongitude, fence.radiusMeters).map((box) => ({ ...box, fence }));
-    this.entries.set(fence.id, boxes);
-    for (const entry of boxes) this.tree.insert(entry);
+    const boxes = circleBoxes(fence.centerLatitude, fence.centerLongitude, fence.radiusMeters);
+    this.entries.set(fence.id, { fence, boxes });
+    for (const box of boxes) this.grid.insert(box, fence);
   }
 
   private drop(id: string): void {
-    const boxes = this.entries.get(id);
-    if (!boxes) return;
-    for (const entry of boxes) this.tree.remove(entry);
+    const entry = this.entries.get(id);
+    if (!entry) return;
+    for (const box of entry.boxes) this.grid.remove(box, entry.fence);
     this.entries.delete(id);
   }
 }
