@@ -42,7 +42,7 @@ export const plans: Record<"full" | "quick", IngestPlan> = {
   full: {
     devices: 1_000,
     fences: 10_000,
-    rest: { connections: 64, warmupMs: 2_000, durationMs: 10_000 },
+    rest: { connections: 64, warmupMs: 8_000, durationMs: 10_000 },
     bulk: { callers: 4, batchSize: 1_000, warmupMs: 2_000, durationMs: 10_000 },
   },
   quick: {
