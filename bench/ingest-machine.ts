@@ -55,17 +55,27 @@ export async function backgroundBusy(ms: number): Promise<number> {
   return (after.busy - before.busy) / (after.total - before.total);
 }
 
-/** User + system time, ms, of these processes together (those gone since are left out). */
-export function processesCpuMs(pids: readonly number[]): number {
-  let total = 0;
+/** User + system time, ms, of each of these processes (those gone are left out). */
+export function processesCpuMs(pids: readonly number[]): Map<number, number> {
+  const times = new Map<number, number>();
   for (const pid of pids) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      total += ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1000;
+      times.set(pid, ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1000);
     } catch {
       // exited, or not Linux
     }
   }
+  return times;
+}
+
+/**
+ * CPU ms the processes of `after` spent since `before`: one that started in between counts in
+ * full; one that exited in between is left out (a pool closes only idle connections).
+ */
+export function cpuMsSince(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
   return total;
 }
