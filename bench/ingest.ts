@@ -3,7 +3,8 @@
 // NATS JetStream when NATS_URL is set). An all-in-one mesh runs in a child process; this process
 // creates devices, then measures (a) REST ingest through the gateway and (b) the gRPC bulk path,
 // with no geofences, with 10,000 active fences over the region the devices drive in (created
-// through the API), and without them again (deleted through the API). A benchmark, not a test. Also callable: runIngestBenchmark() + formatIngestReport().
+// through the API), and without them again (deleted through the API). A benchmark, not a test.
+// Also callable: runIngestBenchmark() + formatIngestReport().
 //
 // A rate counts an observation once it is stored AND its events are published: after each window
 // the outbox is drained, and the drain time is part of the denominator ("sustained"), so a relay
@@ -152,9 +153,9 @@ export async function runIngestBenchmark(options: IngestBenchOptions = {}): Prom
     };
 
     // All passes run in one mesh process, the fences created and deleted through the API as users
-    // do (the index follows each change): a process's speed varies by up to a fifth from one start
-    // to the next, which would otherwise decide the ratio. The pass without fences runs before and
-    // after the one with them, so the fence pass is compared with a process neither colder nor warmer.
+    // do (the index follows each change): restarting between passes added a process's own speed,
+    // which varies by up to a fifth from one start to the next, to the ratio. The pass without
+    // fences runs before and after the one with them, so a drift over the run cancels out.
     await runPhases(0);
     if (!options.skipFences) {
       await emptyTables();
@@ -162,7 +163,7 @@ export async function runIngestBenchmark(options: IngestBenchOptions = {}): Prom
       await waitDrained(sql);
       progress(`${fenceIds.length} fences created`);
       await runPhases(plan.fences);
-      await emptyTables();
+      await emptyTables(); // breaches and states first, so the deletes touch only the fences
       await deleteFences(server.gatewayUrl, fenceIds);
       await waitDrained(sql);
       await emptyTables();
