@@ -50,10 +50,10 @@ const gridded = measure((x, y) => grid.search(x, y).length);
 if (baseline.hits !== gridded.hits) throw new Error(`the grid found ${gridded.hits} boxes, the R-tree ${baseline.hits}`);
 
 process.stdout.write(
-  [
+  `${[
     `Meshwork fence index benchmark: ${cpus()[0]?.model.trim() ?? "unknown CPU"}, ${cpus().length} cores; Node ${process.version}`,
     `${fenceCount} fences of 50–300 m over ${(region.maxLat - region.minLat).toFixed(1)}° × ${(region.maxLon - region.minLon).toFixed(1)}°, ${pointCount} points, best of ${rounds} rounds; ${(gridded.hits / pointCount).toFixed(2)} candidates per point`,
     `  R-tree (rbush), baseline: ${baseline.usPerQuery.toFixed(3)} µs per point`,
     `  grid (BoxGrid):           ${gridded.usPerQuery.toFixed(3)} µs per point = ${(gridded.usPerQuery / baseline.usPerQuery).toFixed(2)}× the baseline`,
-  ].join("\n") + "\n",
+  ].join("\n")}\n`,
 );

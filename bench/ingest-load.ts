@@ -142,7 +142,8 @@ export async function bulkLoad(client: ObservationClient, fleet: Fleet, options:
         accepted += res.accepted;
         const refused = options.batchSize - res.accepted;
         failed += refused;
-        if (refused > 0) firstFailure ??= `accepted ${res.accepted} of ${options.batchSize}: ${JSON.stringify(res.rejected.slice(0, 3))}, duplicates ${res.duplicates}`;
+        if (refused > 0)
+          firstFailure ??= `accepted ${res.accepted} of ${options.batchSize}: ${JSON.stringify(res.rejected.slice(0, 3))}, duplicates ${res.duplicates}`;
       } catch (err) {
         failed += options.batchSize;
         firstFailure ??= String(err);

@@ -43,7 +43,9 @@ async function main(): Promise<void> {
   const mesh = await startMesh({ config, logger, mode: { kind: "all" } });
   const tracking = mesh.fronts.find((front) => front.name === "tracking");
   if (!tracking || mesh.servicePort === undefined) throw new Error("the mesh started without a tracking front or service host");
-  const ready: IngestReady = { ingestReady: { gatewayUrl: tracking.url, serviceUrl: `http://${config.services.host}:${mesh.servicePort}` } };
+  const ready: IngestReady = {
+    ingestReady: { gatewayUrl: tracking.url, serviceUrl: `http://${config.services.host}:${mesh.servicePort}` },
+  };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
 
   let stopping = false;

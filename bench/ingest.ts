@@ -148,7 +148,9 @@ export async function runIngestBenchmark(options: IngestBenchOptions = {}): Prom
     };
     // Every pass starts from empty observation tables, so the passes compare like for like.
     const emptyTables = async () => {
-      await sql!.query("truncate tracking_observation, tracking_speed_alert, tracking_geofence_breach, tracking_geofence_state, outbox_event");
+      await sql!.query(
+        "truncate tracking_observation, tracking_speed_alert, tracking_geofence_breach, tracking_geofence_state, outbox_event",
+      );
       await sql!.query("vacuum analyze");
     };
 
@@ -189,7 +191,14 @@ export async function runIngestBenchmark(options: IngestBenchOptions = {}): Prom
   }
 }
 
-async function measurePhase(path: PathName, fences: number, server: Server, sql: pg.Client, fleet: Fleet, plan: IngestPlan): Promise<PhaseResult> {
+async function measurePhase(
+  path: PathName,
+  fences: number,
+  server: Server,
+  sql: pg.Client,
+  fleet: Fleet,
+  plan: IngestPlan,
+): Promise<PhaseResult> {
   const client = observationClient(server.serviceUrl);
   const run = (durationMs: number) =>
     path === "rest"
@@ -197,7 +206,8 @@ async function measurePhase(path: PathName, fences: number, server: Server, sql:
       : bulkLoad(client, fleet, { callers: plan.bulk.callers, batchSize: plan.bulk.batchSize, durationMs });
   const warmupMs = path === "rest" ? plan.rest.warmupMs : plan.bulk.warmupMs;
   const durationMs = path === "rest" ? plan.rest.durationMs : plan.bulk.durationMs;
-  if (fleet.newestClockMs + 60 * 60_000 > Date.now()) throw new Error("the fleet's clocks came too close to now; use fewer fixes or more devices");
+  if (fleet.newestClockMs + 60 * 60_000 > Date.now())
+    throw new Error("the fleet's clocks came too close to now; use fewer fixes or more devices");
 
   // A checkpoint falls due every few hundred MB of WAL, about once per bulk pass; started here, none
   // falls inside a window, and each pass pays the same full-page writes that follow one.
@@ -285,7 +295,12 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startServer(databaseUrl: string, natsUrl: string | undefined, profileDir: string | undefined, progress: (line: string) => void): Promise<Server> {
+async function startServer(
+  databaseUrl: string,
+  natsUrl: string | undefined,
+  profileDir: string | undefined,
+  progress: (line: string) => void,
+): Promise<Server> {
   const script = fileURLToPath(new URL("./ingest-server.ts", import.meta.url));
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   const child = spawn(process.execPath, ["--import", "tsx", script, databaseUrl, ...(natsUrl ? [natsUrl] : [])], {
@@ -338,7 +353,11 @@ async function postJson<T>(url: string, body: unknown): Promise<T> {
 /** Devices through the API, a third on a 90 km/h asset, a third on an asset with no threshold, a third without one. */
 async function createDevices(gatewayUrl: string, count: number): Promise<FleetDevice[]> {
   const run = randomUUID().slice(0, 8);
-  const strict = await postJson<{ id: string }>(`${gatewayUrl}/api/assets`, { name: "Bench van", category: "vehicle", speedThresholdKmh: 90 });
+  const strict = await postJson<{ id: string }>(`${gatewayUrl}/api/assets`, {
+    name: "Bench van",
+    category: "vehicle",
+    speedThresholdKmh: 90,
+  });
   const plain = await postJson<{ id: string }>(`${gatewayUrl}/api/assets`, { name: "Bench truck", category: "vehicle" });
   const devices: FleetDevice[] = new Array(count);
   await inParallel(count, async (i) => {
@@ -384,7 +403,9 @@ export function formatIngestReport(report: IngestReport): string {
   const out: string[] = [];
   const m = report.machine;
   const load = (l: number[]) => l.map((v) => v.toFixed(2)).join(" ");
-  out.push(`Meshwork ingest benchmark${report.quick ? " (--quick: a smoke run, figures are not the targets' measure)" : ""}: loopback only`);
+  out.push(
+    `Meshwork ingest benchmark${report.quick ? " (--quick: a smoke run, figures are not the targets' measure)" : ""}: loopback only`,
+  );
   out.push(`machine: ${m.cpu}, ${m.cores} cores; Node ${m.node}; PostgreSQL ${report.postgres}; ${report.bus}`);
   const busy = Number.isFinite(report.backgroundBusy) ? `${(report.backgroundBusy * 100).toFixed(0)}%` : "unknown";
   out.push(
@@ -395,7 +416,21 @@ export function formatIngestReport(report: IngestReport): string {
     `${p.devices} devices; REST: ${p.rest.connections} connections, ${p.rest.warmupMs / 1000} s warm-up, ${p.rest.durationMs / 1000} s measured; bulk: ${p.bulk.callers} callers × BatchIngestObservations of ${p.bulk.batchSize}, ${p.bulk.warmupMs / 1000} s warm-up, ${p.bulk.durationMs / 1000} s measured`,
   );
   out.push("");
-  const header = ["path".padEnd(28), "fences".padStart(7), "obs/s".padStart(8), "accepted/s".padStart(11), "backlog".padStart(8), "drain ms".padStart(9), "server µs/obs".padStart(14), "PG µs/obs".padStart(10), "loadgen µs/obs".padStart(15), "all CPUs".padStart(9), "breaches".padStart(9), "speed".padStart(6), "failed".padStart(7)];
+  const header = [
+    "path".padEnd(28),
+    "fences".padStart(7),
+    "obs/s".padStart(8),
+    "accepted/s".padStart(11),
+    "backlog".padStart(8),
+    "drain ms".padStart(9),
+    "server µs/obs".padStart(14),
+    "PG µs/obs".padStart(10),
+    "loadgen µs/obs".padStart(15),
+    "all CPUs".padStart(9),
+    "breaches".padStart(9),
+    "speed".padStart(6),
+    "failed".padStart(7),
+  ];
   out.push(header.join(" "));
   const label: Record<PathName, string> = { rest: "(a) REST POST .../ingest", bulk: "(b) gRPC BatchIngest" };
   for (const r of report.phases) {
@@ -408,7 +443,10 @@ export function formatIngestReport(report: IngestReport): string {
         String(r.backlog).padStart(8),
         r.drainMs.toFixed(0).padStart(9),
         (Number.isFinite(r.serverUsPerObservation) ? r.serverUsPerObservation.toFixed(0) : "-").padStart(14),
-        (Number.isFinite(r.postgresUsPerObservation) && r.postgresUsPerObservation > 0 ? r.postgresUsPerObservation.toFixed(0) : "-").padStart(10),
+        (Number.isFinite(r.postgresUsPerObservation) && r.postgresUsPerObservation > 0
+          ? r.postgresUsPerObservation.toFixed(0)
+          : "-"
+        ).padStart(10),
         r.loadGeneratorUsPerObservation.toFixed(0).padStart(15),
         (Number.isFinite(r.machineBusy) ? `${(r.machineBusy * 100).toFixed(0)}%` : "-").padStart(9),
         String(r.breaches).padStart(9),
@@ -426,7 +464,8 @@ export function formatIngestReport(report: IngestReport): string {
     if (!without.length) continue;
     // The rate without fences: the mean of the passes before and after the one with them.
     const none = without.reduce((sum, r) => sum + r.sustainedPerSecond, 0) / without.length;
-    const each = without.length > 1 ? ` (mean of ${without.map((r) => r.sustainedPerSecond.toFixed(0)).join(" before and ")} after the fences)` : "";
+    const each =
+      without.length > 1 ? ` (mean of ${without.map((r) => r.sustainedPerSecond.toFixed(0)).join(" before and ")} after the fences)` : "";
     const target = path === "rest" ? TARGETS.restPerSecond : TARGETS.bulkPerSecond;
     out.push(`  ${label[path]} without fences: ${none.toFixed(0)} obs/s${each} (target ≥ ${target}): ${verdict(none >= target)}`);
     const fenced = report.phases.find((r) => r.path === path && r.fences > 0);

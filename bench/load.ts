@@ -54,11 +54,7 @@ async function runAutocannon(
  * `concurrency` loops, each awaiting one call at a time (a closed loop, like autocannon's
  * connections), until the window ends. Calls already in flight at the end still finish.
  */
-export async function closedLoop(
-  call: () => Promise<unknown>,
-  options: LoadOptions,
-  onMeasureStart?: () => void,
-): Promise<LoadResult> {
+export async function closedLoop(call: () => Promise<unknown>, options: LoadOptions, onMeasureStart?: () => void): Promise<LoadResult> {
   if (options.warmupMs > 0) await loop(call, options.connections, options.warmupMs, undefined);
   onMeasureStart?.();
   const samples: number[] = [];

@@ -257,7 +257,10 @@ function printReport({ plan, loaded, single, postgres, background, seconds }: Re
     "errors".padStart(7),
   ].join(" ");
   const section = (title: string, options: LoadOptions, results: Map<CaseName, Measured>): void => {
-    out.push("", `${title}: ${options.connections} connection(s), ${options.warmupMs / 1000} s warm-up, ${options.durationMs / 1000} s measured`);
+    out.push(
+      "",
+      `${title}: ${options.connections} connection(s), ${options.warmupMs / 1000} s warm-up, ${options.durationMs / 1000} s measured`,
+    );
     out.push(header);
     for (const [name, m] of results) out.push(row(name, m));
   };

@@ -219,7 +219,11 @@ async function main(): Promise<void> {
   }
 
   const script = fileURLToPath(import.meta.url);
-  const profile = options.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${options.profileDir}`] : process.env.BENCH_PERF_MAP ? ["--perf-basic-prof"] : [];
+  const profile = options.profileDir
+    ? ["--cpu-prof", `--cpu-prof-dir=${options.profileDir}`]
+    : process.env.BENCH_PERF_MAP
+      ? ["--perf-basic-prof"]
+      : [];
   const child = spawn(process.execPath, [...profile, "--import", "tsx", script, "--server", databaseUrl ?? "", natsUrl ?? ""], {
     stdio: ["pipe", "pipe", "inherit"],
   });

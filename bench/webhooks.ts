@@ -144,11 +144,19 @@ async function main(): Promise<void> {
 
     const [one, five] = loadavg();
     console.log(`Webhook delivery benchmark (${mode})`);
-    console.log(`machine: ${cpus()[0]?.model.trim()} x${cpus().length}, Node ${process.version}, load average ${one!.toFixed(2)} / ${five!.toFixed(2)} (1 / 5 min; a shared machine)`);
+    console.log(
+      `machine: ${cpus()[0]?.model.trim()} x${cpus().length}, Node ${process.version}, load average ${one!.toFixed(2)} / ${five!.toFixed(2)} (1 / 5 min; a shared machine)`,
+    );
     console.log(`unloaded, 20 events one at a time x ${endpointCount} endpoints: latency ${summary(quiet)}`);
-    console.log(`loaded: ${events} events fired through POST /api/webhooks/test (${firingConcurrency} at a time, in ${firedIn.toFixed(0)} ms) x ${endpointCount} endpoints`);
-    console.log(`  deliveries: ${loaded.length} of ${events * endpointCount}, ${distinctEvents} distinct webhook-ids, ${verifiedCount} sampled signatures verified with standardwebhooks`);
-    console.log(`  dispatch rate (first to last delivery): ${dispatchRate.toFixed(0)} deliveries/s (target ${target}: ${dispatchRate >= target ? "met" : "NOT met"})`);
+    console.log(
+      `loaded: ${events} events fired through POST /api/webhooks/test (${firingConcurrency} at a time, in ${firedIn.toFixed(0)} ms) x ${endpointCount} endpoints`,
+    );
+    console.log(
+      `  deliveries: ${loaded.length} of ${events * endpointCount}, ${distinctEvents} distinct webhook-ids, ${verifiedCount} sampled signatures verified with standardwebhooks`,
+    );
+    console.log(
+      `  dispatch rate (first to last delivery): ${dispatchRate.toFixed(0)} deliveries/s (target ${target}: ${dispatchRate >= target ? "met" : "NOT met"})`,
+    );
     console.log(`  end to end (first call to last delivery): ${endToEndRate.toFixed(0)} deliveries/s`);
     console.log(`  latency under that load (queueing included): ${summary(latencies(loadFrom))}`);
   } finally {

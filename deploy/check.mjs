@@ -68,7 +68,8 @@ function tryLoad(env, appsettings) {
   for (const file of files) {
     if (file.endsWith(".mjs")) continue;
     const text = readFileSync(file, "utf8");
-    for (const m of text.matchAll(envRe)) if (!envForms.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not an environment form in settings.ts`);
+    for (const m of text.matchAll(envRe))
+      if (!envForms.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not an environment form in settings.ts`);
     for (const m of text.matchAll(keyRe)) if (!keys.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not a setting key in settings.ts`);
   }
   check("setting names (Section__Key, Section:Key) in deploy/ match settings.ts exactly", problems);
@@ -97,14 +98,23 @@ if (YAML) {
 
 // ------------------------------------------------------------------ 3. the Helm chart
 const releaseCases = [
-  { name: "defaults + database secret + nats.url", release: "demo", values: { database: { existingSecret: "meshwork-db" }, nats: { url: "nats://meshwork:pw@nats:4222" } } },
+  {
+    name: "defaults + database secret + nats.url",
+    release: "demo",
+    values: { database: { existingSecret: "meshwork-db" }, nats: { url: "nats://meshwork:pw@nats:4222" } },
+  },
   {
     name: "HPA, existing NATS secret, one tracking replica, overrides",
     release: "meshwork",
     values: {
       database: { existingSecret: "db", existingSecretKey: "url" },
       nats: { existingSecret: "nats-creds" },
-      tracking: { replicaCount: 1, podDisruptionBudget: { enabled: false }, port: 9191, extraEnv: [{ name: "OTEL_SERVICE_NAME", value: "t" }] },
+      tracking: {
+        replicaCount: 1,
+        podDisruptionBudget: { enabled: false },
+        port: 9191,
+        extraEnv: [{ name: "OTEL_SERVICE_NAME", value: "t" }],
+      },
       gateway: { autoscaling: { enabled: true }, preStopSleepSeconds: 0, ports: { tracking: 9080 } },
       config: { Logging: { Level: "debug" }, Telemetry: { Exporter: "otlp", Endpoint: "http://collector:4317" } },
       imagePullSecrets: [{ name: "regcred" }],
@@ -116,7 +126,8 @@ function deepMerge(base, over) {
   if (!isMap(base) || !isMap(over)) return over === undefined ? base : over;
   const out = { ...base };
   for (const [k, v] of Object.entries(over)) {
-    if (v === null) delete out[k]; // Helm: null removes a default
+    if (v === null)
+      delete out[k]; // Helm: null removes a default
     else out[k] = deepMerge(base[k], v);
   }
   return out;
@@ -172,13 +183,17 @@ function checkObjects(objects, values) {
   const problems = [];
   const byKind = (k) => objects.filter((o) => o.kind === k);
   for (const o of objects) {
-    if (!o.apiVersion || !o.kind || !o.metadata?.name) problems.push(`object without apiVersion/kind/metadata.name: ${JSON.stringify(o).slice(0, 80)}`);
-    else if (!dns1123.test(o.metadata.name) || o.metadata.name.length > 63) problems.push(`${o.kind} ${o.metadata.name}: not a DNS-1123 label of at most 63 characters`);
+    if (!o.apiVersion || !o.kind || !o.metadata?.name)
+      problems.push(`object without apiVersion/kind/metadata.name: ${JSON.stringify(o).slice(0, 80)}`);
+    else if (!dns1123.test(o.metadata.name) || o.metadata.name.length > 63)
+      problems.push(`${o.kind} ${o.metadata.name}: not a DNS-1123 label of at most 63 characters`);
   }
   const names = new Set(objects.map((o) => `${o.kind}/${o.metadata?.name}`));
   if (names.size !== objects.length) problems.push("two objects share a kind and name");
   const deployments = byKind("Deployment");
-  const secrets = new Set([...byKind("Secret").map((s) => s.metadata.name), values.database?.existingSecret, values.nats?.existingSecret].filter(Boolean));
+  const secrets = new Set(
+    [...byKind("Secret").map((s) => s.metadata.name), values.database?.existingSecret, values.nats?.existingSecret].filter(Boolean),
+  );
   const configMaps = new Map(byKind("ConfigMap").map((c) => [c.metadata.name, c]));
   const services = byKind("Service");
 
@@ -187,7 +202,8 @@ function checkObjects(objects, values) {
     const pod = d.spec.template;
     if (!matches(d.spec.selector?.matchLabels, pod.metadata?.labels)) problems.push(`${at}: selector does not match the pod labels`);
     const volumes = new Map((pod.spec.volumes ?? []).map((v) => [v.name, v]));
-    for (const v of volumes.values()) if (v.configMap && !configMaps.has(v.configMap.name)) problems.push(`${at}: volume ${v.name} names a ConfigMap that is not rendered`);
+    for (const v of volumes.values())
+      if (v.configMap && !configMaps.has(v.configMap.name)) problems.push(`${at}: volume ${v.name} names a ConfigMap that is not rendered`);
     for (const c of pod.spec.containers) {
       const cat = `${at} container ${c.name}`;
       const env = c.env ?? [];
@@ -195,70 +211,103 @@ function checkObjects(objects, values) {
       for (const e of env) {
         if (seen.has(e.name)) problems.push(`${cat}: env ${e.name} twice`);
         seen.add(e.name);
-        if ("value" in e && typeof e.value !== "string") problems.push(`${cat}: env ${e.name} value is ${typeof e.value}, Kubernetes needs a string (quote it)`);
+        if ("value" in e && typeof e.value !== "string")
+          problems.push(`${cat}: env ${e.name} value is ${typeof e.value}, Kubernetes needs a string (quote it)`);
         if (!("value" in e) && !e.valueFrom) problems.push(`${cat}: env ${e.name} has neither value nor valueFrom`);
         const ref = e.valueFrom?.secretKeyRef;
-        if (ref && !secrets.has(ref.name)) problems.push(`${cat}: env ${e.name} refers to Secret ${ref.name}, which is neither rendered nor a configured existing Secret`);
+        if (ref && !secrets.has(ref.name))
+          problems.push(`${cat}: env ${e.name} refers to Secret ${ref.name}, which is neither rendered nor a configured existing Secret`);
         const section = e.name.split("__")[0];
-        if (e.name.includes("__") && sections.some((s) => s.toLowerCase() === section.toLowerCase()) && !envForms.has(e.name)) problems.push(`${cat}: env ${e.name} is not an environment form in settings.ts`);
+        if (e.name.includes("__") && sections.some((s) => s.toLowerCase() === section.toLowerCase()) && !envForms.has(e.name))
+          problems.push(`${cat}: env ${e.name} is not an environment form in settings.ts`);
       }
       const ports = new Map((c.ports ?? []).map((p) => [p.name, p.containerPort]));
       for (const p of c.ports ?? []) {
         if (!Number.isInteger(p.containerPort)) problems.push(`${cat}: containerPort ${p.containerPort} is not an integer`);
-        if (p.name && (p.name.length > 15 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || !/[a-z]/.test(p.name))) problems.push(`${cat}: port name ${p.name} is not an IANA_SVC_NAME (15 chars max)`);
+        if (p.name && (p.name.length > 15 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || !/[a-z]/.test(p.name)))
+          problems.push(`${cat}: port name ${p.name} is not an IANA_SVC_NAME (15 chars max)`);
       }
       for (const probeName of ["startupProbe", "readinessProbe", "livenessProbe"]) {
         const probe = c[probeName];
         if (!probe) continue;
-        if (probe.grpc && !Number.isInteger(probe.grpc.port)) problems.push(`${cat}: ${probeName}.grpc.port must be a number (named ports are not allowed there)`);
-        if (probe.grpc && ![...ports.values()].includes(probe.grpc.port)) problems.push(`${cat}: ${probeName}.grpc.port ${probe.grpc.port} is not a container port`);
+        if (probe.grpc && !Number.isInteger(probe.grpc.port))
+          problems.push(`${cat}: ${probeName}.grpc.port must be a number (named ports are not allowed there)`);
+        if (probe.grpc && ![...ports.values()].includes(probe.grpc.port))
+          problems.push(`${cat}: ${probeName}.grpc.port ${probe.grpc.port} is not a container port`);
         const named = probe.tcpSocket?.port ?? probe.httpGet?.port;
-        if (typeof named === "string" && !ports.has(named)) problems.push(`${cat}: ${probeName} port ${named} is not a named container port`);
+        if (typeof named === "string" && !ports.has(named))
+          problems.push(`${cat}: ${probeName} port ${named} is not a named container port`);
       }
       for (const m of c.volumeMounts ?? []) if (!volumes.has(m.name)) problems.push(`${cat}: volumeMount ${m.name} has no volume`);
-      if (c.securityContext?.readOnlyRootFilesystem && !(c.volumeMounts ?? []).some((m) => m.mountPath === "/tmp")) problems.push(`${cat}: read-only root but no writable /tmp (tsx caches there)`);
+      if (c.securityContext?.readOnlyRootFilesystem && !(c.volumeMounts ?? []).some((m) => m.mountPath === "/tmp"))
+        problems.push(`${cat}: read-only root but no writable /tmp (tsx caches there)`);
 
       // The real loader, with the container's environment and the rendered appsettings.json.
       if (!(c.command ?? []).join(" ").includes("bin/meshwork.js")) continue;
       const literal = Object.fromEntries(env.filter((e) => "value" in e).map((e) => [e.name, String(e.value)]));
-      const fromSecrets = Object.fromEntries(env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => [e.name, e.name === "DATABASE_URL" ? "postgres://meshwork:pw@db:5432/meshwork" : "nats://meshwork:pw@nats:4222"]));
+      const fromSecrets = Object.fromEntries(
+        env
+          .filter((e) => e.valueFrom?.secretKeyRef)
+          .map((e) => [e.name, e.name === "DATABASE_URL" ? "postgres://meshwork:pw@db:5432/meshwork" : "nats://meshwork:pw@nats:4222"]),
+      );
       const configMount = (c.volumeMounts ?? []).find((m) => m.subPath === "appsettings.json");
       const cmName = configMount && volumes.get(configMount.name)?.configMap?.name;
       const appsettings = cmName ? configMaps.get(cmName)?.data?.["appsettings.json"] : undefined;
       if (!configMount) problems.push(`${cat}: appsettings.json is not mounted`);
-      else if (configMount.mountPath !== `${c.workingDir}/appsettings.json`) problems.push(`${cat}: appsettings.json mounted at ${configMount.mountPath}, but the loader reads it from workingDir ${c.workingDir}`);
+      else if (configMount.mountPath !== `${c.workingDir}/appsettings.json`)
+        problems.push(
+          `${cat}: appsettings.json mounted at ${configMount.mountPath}, but the loader reads it from workingDir ${c.workingDir}`,
+        );
       const [config, error] = tryLoad({ ...literal, ...fromSecrets }, appsettings);
-      if (error) { problems.push(`${cat}: Meshwork's config loader rejects it: ${error}`); continue; }
+      if (error) {
+        problems.push(`${cat}: Meshwork's config loader rejects it: ${error}`);
+        continue;
+      }
       const args = c.args ?? [];
       if (args[0] === "serve") {
-        if (config.services.host !== "0.0.0.0") problems.push(`${cat}: Services:Host is ${config.services.host}; probes and gateways cannot reach it`);
-        if (![...ports.values()].includes(config.services.port)) problems.push(`${cat}: Services:Port ${config.services.port} is not a container port`);
-        if (!config.database.url || !config.nats.url) problems.push(`${cat}: serves without DATABASE_URL or NATS_URL (would fall back to embedded/in-process)`);
+        if (config.services.host !== "0.0.0.0")
+          problems.push(`${cat}: Services:Host is ${config.services.host}; probes and gateways cannot reach it`);
+        if (![...ports.values()].includes(config.services.port))
+          problems.push(`${cat}: Services:Port ${config.services.port} is not a container port`);
+        if (!config.database.url || !config.nats.url)
+          problems.push(`${cat}: serves without DATABASE_URL or NATS_URL (would fall back to embedded/in-process)`);
       } else if (args[0] === "gateway") {
         if (config.gateway.host !== "0.0.0.0") problems.push(`${cat}: Gateway:Host is ${config.gateway.host}; the Service cannot reach it`);
-        for (const [front, port] of Object.entries({ tracking: config.gateway.tracking.port, protection: config.gateway.protection.port, agents: config.gateway.agents.port })) {
+        for (const [front, port] of Object.entries({
+          tracking: config.gateway.tracking.port,
+          protection: config.gateway.protection.port,
+          agents: config.gateway.agents.port,
+        })) {
           if (![...ports.values()].includes(port)) problems.push(`${cat}: Gateway:${front} port ${port} is not a container port`);
         }
         const target = new URL(config.services.tracking.address);
         const svc = services.find((s) => s.metadata.name === target.hostname);
         if (!svc) problems.push(`${cat}: Services:Tracking:Address ${target.href} names no rendered Service`);
-        else if (!svc.spec.ports.some((p) => String(p.port) === target.port)) problems.push(`${cat}: Services:Tracking:Address port ${target.port} is not a port of Service ${svc.metadata.name}`);
+        else if (!svc.spec.ports.some((p) => String(p.port) === target.port))
+          problems.push(`${cat}: Services:Tracking:Address port ${target.port} is not a port of Service ${svc.metadata.name}`);
       } else problems.push(`${cat}: unexpected args ${JSON.stringify(args)}`);
     }
   }
   for (const s of services) {
     const target = deployments.find((d) => matches(s.spec.selector, d.spec.template.metadata.labels));
-    if (!target) { problems.push(`Service ${s.metadata.name}: selector matches no Deployment`); continue; }
+    if (!target) {
+      problems.push(`Service ${s.metadata.name}: selector matches no Deployment`);
+      continue;
+    }
     const named = new Set(target.spec.template.spec.containers.flatMap((c) => (c.ports ?? []).map((p) => p.name)));
-    for (const p of s.spec.ports) if (typeof p.targetPort === "string" && !named.has(p.targetPort)) problems.push(`Service ${s.metadata.name}: targetPort ${p.targetPort} is not a port of ${target.metadata.name}`);
+    for (const p of s.spec.ports)
+      if (typeof p.targetPort === "string" && !named.has(p.targetPort))
+        problems.push(`Service ${s.metadata.name}: targetPort ${p.targetPort} is not a port of ${target.metadata.name}`);
   }
   for (const p of byKind("PodDisruptionBudget")) {
-    if (!deployments.some((d) => matches(p.spec.selector?.matchLabels, d.spec.template.metadata.labels))) problems.push(`PodDisruptionBudget ${p.metadata.name}: selector matches no Deployment`);
+    if (!deployments.some((d) => matches(p.spec.selector?.matchLabels, d.spec.template.metadata.labels)))
+      problems.push(`PodDisruptionBudget ${p.metadata.name}: selector matches no Deployment`);
   }
   for (const h of byKind("HorizontalPodAutoscaler")) {
     const d = deployments.find((x) => x.metadata.name === h.spec.scaleTargetRef.name);
     if (!d) problems.push(`HPA ${h.metadata.name}: target ${h.spec.scaleTargetRef.name} is not rendered`);
-    else if ("replicas" in d.spec) problems.push(`HPA ${h.metadata.name}: ${d.metadata.name} also sets spec.replicas, which fights the HPA`);
+    else if ("replicas" in d.spec)
+      problems.push(`HPA ${h.metadata.name}: ${d.metadata.name} also sets spec.replicas, which fights the HPA`);
   }
   return problems;
 }
@@ -273,7 +322,9 @@ if (YAML && process.argv.includes("--render")) {
 if (YAML) {
   const helm = which("helm");
   if (helm) {
-    const r = spawnSync(helm, ["lint", chartDir, "--set", "database.existingSecret=db", "--set", "nats.url=nats://nats:4222"], { encoding: "utf8" });
+    const r = spawnSync(helm, ["lint", chartDir, "--set", "database.existingSecret=db", "--set", "nats.url=nats://nats:4222"], {
+      encoding: "utf8",
+    });
     check("helm lint", r.status === 0 ? [] : [r.stdout + r.stderr]);
   } else {
     report("skipped", "helm lint", "helm is not installed; the chart is rendered with deploy/gotpl.mjs instead");
@@ -289,8 +340,13 @@ if (YAML) {
     const { objects, problems } = parseYamlDocs(rendered.manifests, `rendered (${c.name})`);
     const kinds = objects.map((o) => o.kind).join(", ");
     check(`chart renders to valid YAML with ${rendered.renderer}: ${c.name} [${kinds}]`, problems);
-    if (!problems.length) check(`rendered objects are consistent and accepted by the config loader: ${c.name}`, checkObjects(objects, deepMerge(YAML.parse(readFileSync(join(chartDir, "values.yaml"), "utf8")), c.values)));
-    if (rendered.notes !== null) check(`NOTES.txt renders: ${c.name}`, rendered.notes.includes("Meshwork") ? [] : ["NOTES.txt rendered empty"]);
+    if (!problems.length)
+      check(
+        `rendered objects are consistent and accepted by the config loader: ${c.name}`,
+        checkObjects(objects, deepMerge(YAML.parse(readFileSync(join(chartDir, "values.yaml"), "utf8")), c.values)),
+      );
+    if (rendered.notes !== null)
+      check(`NOTES.txt renders: ${c.name}`, rendered.notes.includes("Meshwork") ? [] : ["NOTES.txt rendered empty"]);
   }
   // Without a database Secret and NATS the chart must refuse, not start pods that each run
   // an embedded database.
@@ -298,7 +354,10 @@ if (YAML) {
     renderChart({ release: "demo", values: {} });
     report("failed", "chart refuses to render without database.existingSecret", "it rendered");
   } catch (err) {
-    check("chart refuses to render without database.existingSecret", /database\.existingSecret is required/.test(err.message) ? [] : [err.message]);
+    check(
+      "chart refuses to render without database.existingSecret",
+      /database\.existingSecret is required/.test(err.message) ? [] : [err.message],
+    );
   }
 }
 
@@ -315,18 +374,33 @@ function parseEnvFile(text) {
 }
 {
   const example = parseEnvFile(readFileSync(join(systemdDir, "meshwork.env.example"), "utf8"));
-  const unknown = Object.keys(example).filter((k) => !envForms.has(k) && !aliases.has(k) && k !== "MESHWORK_ENVIRONMENT" && !k.startsWith("OTEL_"));
+  const unknown = Object.keys(example).filter(
+    (k) => !envForms.has(k) && !aliases.has(k) && k !== "MESHWORK_ENVIRONMENT" && !k.startsWith("OTEL_"),
+  );
   const [, error] = tryLoad(example);
-  check("meshwork.env.example: every name is a Meshwork setting and the loader accepts the values", [...unknown.map((k) => `${k} is not a Meshwork setting`), ...(error ? [error] : [])]);
+  check("meshwork.env.example: every name is a Meshwork setting and the loader accepts the values", [
+    ...unknown.map((k) => `${k} is not a Meshwork setting`),
+    ...(error ? [error] : []),
+  ]);
   for (const unit of units) {
     const text = readFileSync(unit, "utf8");
     const unitEnv = parseEnvFile([...text.matchAll(/^Environment=(.*)$/gm)].map((m) => m[1]).join("\n"));
     const problems = [];
     if (!/^EnvironmentFile=-?\/etc\/meshwork\/meshwork\.env$/m.test(text)) problems.push("no EnvironmentFile=/etc/meshwork/meshwork.env");
-    for (const d of ["NoNewPrivileges=yes", "ProtectSystem=strict", "Restart=on-failure", "StateDirectory=meshwork", "ReadWritePaths=/var/lib/meshwork"]) if (!text.includes(`\n${d}\n`)) problems.push(`missing ${d}`);
+    for (const d of [
+      "NoNewPrivileges=yes",
+      "ProtectSystem=strict",
+      "Restart=on-failure",
+      "StateDirectory=meshwork",
+      "ReadWritePaths=/var/lib/meshwork",
+    ])
+      if (!text.includes(`\n${d}\n`)) problems.push(`missing ${d}`);
     if (unitEnv.Data__Dir !== "/var/lib/meshwork") problems.push("Data__Dir is not the StateDirectory /var/lib/meshwork");
     // EnvironmentFile= overrides Environment=, as systemd applies them.
-    for (const [label, env] of [["unit defaults alone", unitEnv], ["unit defaults + meshwork.env.example", { ...unitEnv, ...example }]]) {
+    for (const [label, env] of [
+      ["unit defaults alone", unitEnv],
+      ["unit defaults + meshwork.env.example", { ...unitEnv, ...example }],
+    ]) {
       const [, error] = tryLoad(env);
       if (error) problems.push(`${label}: ${error}`);
     }
@@ -345,12 +419,16 @@ else {
   for (const unit of units) {
     const s = spawnSync(analyze, ["security", "--offline=true", "--threshold=25", unit], { encoding: "utf8" });
     const overall = /Overall exposure level for \S+: ([\d.]+)/.exec(s.stdout)?.[1];
-    check(`systemd-analyze security ${basename(unit)}: exposure ${overall ?? "?"} (at most 2.5)`, s.status === 0 ? [] : [(s.stderr || s.stdout).trim().split("\n").slice(-3).join("\n")]);
+    check(
+      `systemd-analyze security ${basename(unit)}: exposure ${overall ?? "?"} (at most 2.5)`,
+      s.status === 0 ? [] : [(s.stderr || s.stdout).trim().split("\n").slice(-3).join("\n")],
+    );
   }
 }
 
 // ------------------------------------------------------------------ 5. NATS configuration
-const natsServer = which("nats-server") ?? (spawnSync("test", ["-x", "/usr/sbin/nats-server"]).status === 0 ? "/usr/sbin/nats-server" : null);
+const natsServer =
+  which("nats-server") ?? (spawnSync("test", ["-x", "/usr/sbin/nats-server"]).status === 0 ? "/usr/sbin/nats-server" : null);
 if (!natsServer) report("skipped", "nats-server -t", "nats-server is not installed");
 else {
   // The configs take passwords (and the cluster its node name) from the environment.

@@ -17,7 +17,7 @@ const sessions = new Set<ServerHttp2Session>();
 let front: Front;
 let port: number;
 
-const csv = "id,name\r\n1,\"a,b\"\r\n";
+const csv = 'id,name\r\n1,"a,b"\r\n';
 
 test.before(async () => {
   const routes = (router: ConnectRouter) =>

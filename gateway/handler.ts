@@ -4,13 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { setMaxListeners } from "node:events";
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import {
-  type DescMethodServerStreaming,
-  type DescMethodUnary,
-  type DescService,
-  type JsonValue,
-  type Message,
-} from "@bufbuild/protobuf";
+import type { DescMethodServerStreaming, DescMethodUnary, DescService, JsonValue, Message } from "@bufbuild/protobuf";
 import { ConnectError, type Transport } from "@connectrpc/connect";
 import { fromConnectError } from "./errors/from-connect-error.js";
 import { badRequest, HttpError } from "./errors/http-error.js";
@@ -121,13 +115,9 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     }
     if (match.kind === "method-not-allowed") {
       const allow = match.allow.join(", ");
-      const error = new HttpError(
-        405,
-        "method_not_allowed",
-        `This path does not accept ${httpMethod}; it accepts ${allow}.`,
-        undefined,
-        { allow },
-      );
+      const error = new HttpError(405, "method_not_allowed", `This path does not accept ${httpMethod}; it accepts ${allow}.`, undefined, {
+        allow,
+      });
       fail(ex, error, match.sample.style);
       return;
     }
@@ -145,13 +135,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
         await serveStream(ex, route, input, headers);
         return;
       }
-      const response = await transport.unary(
-        route.method as DescMethodUnary,
-        disconnectSignal(req.socket),
-        timeoutMs,
-        headers,
-        input,
-      );
+      const response = await transport.unary(route.method as DescMethodUnary, disconnectSignal(req.socket), timeoutMs, headers, input);
       const plan = route.response;
       const extra = clientResponseHeaders(response.header);
       const raw = plan.rawBody(response.message);
@@ -199,21 +183,13 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     const sse = sseFramers.get(route);
     const framer = sse ? undefined : selectFramer(ex.req.headers.accept, framers);
     // Event-stream frames are bytes shared by many clients; other framers write text.
-    const frame = sse
-      ? (message: Message) => sse.frames(message)
-      : (message: Message) => [framer!.message(route.response.toJson(message))];
+    const frame = sse ? (message: Message) => sse.frames(message) : (message: Message) => [framer!.message(route.response.toJson(message))];
     // Registered before anything is awaited: an idle stream must not keep a closing server open.
     openStreams.add(abort);
     let keepAliveEntry: KeepAliveEntry | undefined;
     try {
       // No deadline: a stream lives as long as its client wants it.
-      const response = await transport.stream(
-        route.method as DescMethodServerStreaming,
-        abort.signal,
-        undefined,
-        headers,
-        single(input),
-      );
+      const response = await transport.stream(route.method as DescMethodServerStreaming, abort.signal, undefined, headers, single(input));
       const messages = response.message[Symbol.asyncIterator]();
       // Lazy framers (and every event stream) learn of an immediate failure before committing to
       // a status.
@@ -267,9 +243,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   function fail(ex: Exchange, reason: unknown, style: ServiceStyle) {
     const route = ex.route;
     const error =
-      reason instanceof HttpError
-        ? reason
-        : fromConnectError(reason, route?.style.failedPreconditionStatus ?? 400, route?.renameField);
+      reason instanceof HttpError ? reason : fromConnectError(reason, route?.style.failedPreconditionStatus ?? 400, route?.renameField);
     if (ex.res.headersSent || ex.res.destroyed) {
       logDone(ex, ex.res.destroyed && !ex.res.writableFinished ? 499 : error.status, reason);
       return;

@@ -30,10 +30,7 @@ export function serviceStyleOf(service: DescService): ServiceStyle {
   const opt = getOption(service, rest);
   const failedPreconditionStatus = opt.failedPreconditionStatus || 400;
   if (failedPreconditionStatus !== 400 && failedPreconditionStatus !== 422) {
-    throw new Error(
-      `${service.typeName}: rest.failed_precondition_status must be 400 or 422, ` +
-        `got ${failedPreconditionStatus}`,
-    );
+    throw new Error(`${service.typeName}: rest.failed_precondition_status must be 400 or 422, ` + `got ${failedPreconditionStatus}`);
   }
   return {
     errorStyle: errorStyleName(opt.errorStyle),
@@ -51,10 +48,7 @@ const FALLBACK_STYLE: ServiceStyle = {
 };
 
 /** A front's default: what the caller asked for, else what all its services agree on. */
-export function frontStyleOf(
-  services: readonly DescService[],
-  requested: FrontStyle | undefined,
-): ServiceStyle {
+export function frontStyleOf(services: readonly DescService[], requested: FrontStyle | undefined): ServiceStyle {
   if (requested) {
     return {
       errorStyle: errorStyleName(requested.errorStyle),
@@ -65,8 +59,6 @@ export function frontStyleOf(
   }
   const styles = services.map(serviceStyleOf);
   const first = styles[0];
-  const agree =
-    first !== undefined &&
-    styles.every((s) => s.errorStyle === first.errorStyle && s.jsonNaming === first.jsonNaming);
+  const agree = first !== undefined && styles.every((s) => s.errorStyle === first.errorStyle && s.jsonNaming === first.jsonNaming);
   return agree ? first : FALLBACK_STYLE;
 }

@@ -42,7 +42,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   let mode: MeshMode;
-  let config;
+  let config: ReturnType<typeof loadConfig>;
   try {
     const parsed = parseMode(argv);
     mode = parsed.mode;

@@ -8,13 +8,7 @@ import { assertOpenApiBindAllowed, authInterceptor, createApiKeyStore, openApiWa
 import { openBus, type EventBus } from "./runtime/bus/index.js";
 import { redactUrl, type MeshworkConfig } from "./runtime/config/index.js";
 import { openDatabase, type Database } from "./runtime/database/index.js";
-import {
-  buildRoutes,
-  createDirectTransport,
-  errorInterceptor,
-  requestContextInterceptor,
-  startServiceHost,
-} from "./runtime/host/index.js";
+import { buildRoutes, createDirectTransport, errorInterceptor, requestContextInterceptor, startServiceHost } from "./runtime/host/index.js";
 import type { ServiceModule } from "./runtime/module/index.js";
 import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./runtime/telemetry/index.js";
@@ -95,7 +89,10 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
         logger,
       });
       closers.push(() => db.close());
-      logger.info({ database: db.mode === "embedded" ? `embedded (${config.dataDir}/pg)` : redactUrl(config.database.url!) }, "database ready");
+      logger.info(
+        { database: db.mode === "embedded" ? `embedded (${config.dataDir}/pg)` : redactUrl(config.database.url!) },
+        "database ready",
+      );
 
       const bus = await openBus({ url: config.nats.url, logger, replayWindow: config.events.replayWindow });
       closers.push(() => bus.close());
@@ -113,7 +110,10 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
         runtimes.push(runtime);
       }
       const services = runtimes.flatMap((r) => r.services);
-      const openWarning = openApiWarning(apiKeys.size, modules.map((m) => m.name));
+      const openWarning = openApiWarning(
+        apiKeys.size,
+        modules.map((m) => m.name),
+      );
       if (openWarning) logger.warn(openWarning);
       // Auth before validation: an unauthenticated caller learns nothing about a request's shape.
       const auth = authInterceptor({ apiKeys, services: services.map((s) => s.service), logger });
@@ -123,7 +123,10 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       });
       const host = await startServiceHost({ host: config.services.host, port: config.services.port, routes, logger });
       closers.push(() => host.close());
-      logger.info({ url: `http://${config.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" }, "service host listening");
+      logger.info(
+        { url: `http://${config.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" },
+        "service host listening",
+      );
 
       // Calls the handlers directly behind the same server interceptors (no serialization);
       // client-side spans on the in-process hop too, so a trace shows gateway → service.

@@ -31,8 +31,7 @@ export function fromConnectError(
       (fieldErrors[key] ??= []).push(v.description);
     }
   }
-  const detail =
-    err.rawMessage !== "" ? err.rawMessage : err.code === Code.Canceled ? "The call was canceled." : "";
+  const detail = err.rawMessage !== "" ? err.rawMessage : err.code === Code.Canceled ? "The call was canceled." : "";
   return new HttpError(status, codeName(err.code), detail, fieldErrors);
 }
 

@@ -20,10 +20,5 @@ export class HttpError extends Error {
 }
 
 export function badRequest(detail: string, field?: string, reason?: string): HttpError {
-  return new HttpError(
-    400,
-    "invalid_argument",
-    detail,
-    field === undefined ? undefined : { [field]: [reason ?? detail] },
-  );
+  return new HttpError(400, "invalid_argument", detail, field === undefined ? undefined : { [field]: [reason ?? detail] });
 }

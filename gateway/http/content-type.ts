@@ -12,7 +12,11 @@ export function isJsonContentType(header: string | undefined): boolean {
     const eq = param.indexOf("=");
     if (eq < 0) continue;
     if (param.slice(0, eq).trim().toLowerCase() !== "charset") continue;
-    const charset = param.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase();
+    const charset = param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, "$1")
+      .toLowerCase();
     if (charset !== "utf-8" && charset !== "utf8") return false;
   }
   return true;

@@ -8,11 +8,7 @@ export type HeaderForwarder = (req: IncomingMessage, outgoing: Record<string, st
 // reconnecting event-stream client asks for what it missed. Nothing else by default.
 const FORWARDED = ["traceparent", "tracestate", "authorization", "x-api-key", "last-event-id"] as const;
 
-export function serviceHeaders(
-  req: IncomingMessage,
-  requestId: string,
-  extra: HeaderForwarder | undefined,
-): Record<string, string> {
+export function serviceHeaders(req: IncomingMessage, requestId: string, extra: HeaderForwarder | undefined): Record<string, string> {
   const out: Record<string, string> = { "x-request-id": requestId };
   for (const name of FORWARDED) {
     const value = req.headers[name];

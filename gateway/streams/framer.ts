@@ -19,10 +19,7 @@ export interface StreamFramer {
 }
 
 /** The framer whose media type the client accepts, else the first (the default). */
-export function selectFramer(
-  accept: string | undefined,
-  framers: readonly [StreamFramer, ...StreamFramer[]],
-): StreamFramer {
+export function selectFramer(accept: string | undefined, framers: readonly [StreamFramer, ...StreamFramer[]]): StreamFramer {
   if (accept) {
     for (const f of framers) if (accept.includes(f.mediaType)) return f;
   }

@@ -72,7 +72,7 @@ test("a failure before the first message keeps its HTTP status", async (t) => {
   const res = await h.send("library", {
     method: "GET",
     path: "/v1/shelves/7:watch",
-    // eslint-disable-next-line require-yield
+    // biome-ignore lint/correctness/useYield: a stream that fails before its first message
     async *respond() {
       throw new ConnectError("no such shelf", Code.NotFound);
     },

@@ -3,7 +3,7 @@
 // rendered as the service's REST answers render that message. Many clients receive the same
 // event, so a rendered frame is kept for a while and reused when the same event (same id, same
 // bytes) comes by again.
-import { type DescMessage, type JsonObject, type Message, type Registry } from "@bufbuild/protobuf";
+import type { DescMessage, JsonObject, Message, Registry } from "@bufbuild/protobuf";
 import { anyUnpack, type Any } from "@bufbuild/protobuf/wkt";
 import type { ServerSentEvent, ServerSentEventBatch } from "../../gen/meshwork/api/v1/sse_pb.js";
 import type { ServiceStyle } from "../style.js";
@@ -51,11 +51,7 @@ export interface SseFramer {
   error(document: object): string;
 }
 
-export function createSseFramer(
-  style: ServiceStyle,
-  registry: Registry,
-  cacheSize = DEFAULT_CACHE_SIZE,
-): SseFramer {
+export function createSseFramer(style: ServiceStyle, registry: Registry, cacheSize = DEFAULT_CACHE_SIZE): SseFramer {
   const writers = new Map<DescMessage, (message: Message) => JsonObject>();
   // Insertion-ordered: the oldest entry goes first when full. Keyed by event and id, checked by
   // content, so a different event that happens to share an id is never answered from the cache.

@@ -21,7 +21,10 @@ test.before(async () => {
 test.after.always(() => h?.close());
 
 const book = (title: string) =>
-  anyPack(BookSchema, create(BookSchema, { name: "shelves/1/books/2", title, publishedAt: timestampFromDate(new Date("2024-05-01T10:00:00Z")) }));
+  anyPack(
+    BookSchema,
+    create(BookSchema, { name: "shelves/1/books/2", title, publishedAt: timestampFromDate(new Date("2024-05-01T10:00:00Z")) }),
+  );
 
 /** Frames without keep-alives, each as its raw text. */
 const framesOf = (text: string) =>
@@ -44,7 +47,7 @@ test("frames carry comment, event, id, retry and the data in the service's REST 
   t.is(res.status, 200);
   t.is(res.headers["content-type"], "text/event-stream; charset=utf-8", "whatever the Accept header says");
   t.is(res.headers["cache-control"], "no-cache");
-  t.is(res.headers["connection"], "keep-alive");
+  t.is(res.headers.connection, "keep-alive");
   t.is(res.headers["x-accel-buffering"], "no");
   t.truthy(res.headers["x-request-id"]);
   const dune = {
@@ -75,7 +78,9 @@ test("a batch writes its frames in order; an empty batch writes nothing", async 
     async *respond() {
       yield { events: [{ comment: "connected" }] };
       yield { events: [] };
-      yield { events: [{ event: "book", id: "1", data: book("Dune") }, { event: "dropped" }, { event: "book", id: "2", data: book("Emma") }] };
+      yield {
+        events: [{ event: "book", id: "1", data: book("Dune") }, { event: "dropped" }, { event: "book", id: "2", data: book("Emma") }],
+      };
     },
   });
   t.is(res.status, 200);
@@ -116,7 +121,7 @@ test("a failure before the first frame keeps its HTTP status and error body", as
   const res = await h.send("library", {
     method: "GET",
     path: "/v1/shelves/1:events",
-    // eslint-disable-next-line require-yield
+    // biome-ignore lint/correctness/useYield: a stream that fails before its first message
     async *respond() {
       throw new ConnectError("the stream token is unknown or expired", Code.Unauthenticated);
     },

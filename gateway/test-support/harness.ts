@@ -5,10 +5,7 @@ import { request as httpRequest } from "node:http";
 import { create, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { createRouterTransport, type HandlerContext } from "@connectrpc/connect";
 import { createFront, type Front, type FrontOptions, type GatewayLogger } from "../index.js";
-import {
-  InventoryService,
-  LibraryService,
-} from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { InventoryService, LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
 
 /** What a service saw. */
 export interface Captured {
@@ -99,8 +96,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         if (out) yield* out as AsyncIterable<unknown>;
       };
     }
-    return async (input: Message, ctx: HandlerContext) =>
-      create(method.output, ((await answer(input, ctx)) ?? {}) as never);
+    return async (input: Message, ctx: HandlerContext) => create(method.output, ((await answer(input, ctx)) ?? {}) as never);
   };
 
   const transport = createRouterTransport((router) => {

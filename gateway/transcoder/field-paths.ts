@@ -21,11 +21,7 @@ export function fieldByName(message: DescMessage, name: string): DescField | und
 }
 
 // Messages whose JSON form is a single string or scalar, so one URL value can set them.
-const STRING_FORM_TYPES = new Set([
-  "google.protobuf.Timestamp",
-  "google.protobuf.Duration",
-  "google.protobuf.FieldMask",
-]);
+const STRING_FORM_TYPES = new Set(["google.protobuf.Timestamp", "google.protobuf.Duration", "google.protobuf.FieldMask"]);
 
 function isStringForm(message: DescMessage): boolean {
   return STRING_FORM_TYPES.has(message.typeName) || isWrapperDesc(message);
@@ -73,9 +69,7 @@ function messageConverter(message: DescMessage): UrlValueConverter | undefined {
 }
 
 /** Outcome of resolving a dotted name like `filter.author.display_name`. */
-export type ResolvedPath =
-  | { readonly ok: true; readonly fields: readonly DescField[] }
-  | { readonly ok: false; readonly reason: string };
+export type ResolvedPath = { readonly ok: true; readonly fields: readonly DescField[] } | { readonly ok: false; readonly reason: string };
 
 /** Walks a dotted path; every step before the last must be a singular plain message field. */
 export function resolveFieldPath(root: DescMessage, parts: readonly string[]): ResolvedPath {
@@ -105,12 +99,7 @@ export function canonicalPath(fields: readonly DescField[]): string {
  * names in the front's naming, relative to the body when the body is one field. A path that
  * does not resolve is returned as it came.
  */
-export function clientFieldPath(
-  input: DescMessage,
-  bodyField: DescField | undefined,
-  naming: JsonNamingName,
-  path: string,
-): string {
+export function clientFieldPath(input: DescMessage, bodyField: DescField | undefined, naming: JsonNamingName, path: string): string {
   const steps = path.split(".");
   const out: string[] = [];
   let message: DescMessage | undefined = input;

@@ -51,7 +51,12 @@ const valid = [
     verb: "do",
   },
   { template: "/v1/a%20b", segments: [lit("v1"), lit("a b")], variables: [], verb: "" },
-  { template: "/api/observations/latest-positions", segments: [lit("api"), lit("observations"), lit("latest-positions")], variables: [], verb: "" },
+  {
+    template: "/api/observations/latest-positions",
+    segments: [lit("api"), lit("observations"), lit("latest-positions")],
+    variables: [],
+    verb: "",
+  },
 ];
 
 for (const c of valid) {
@@ -119,9 +124,7 @@ test("rejects rules without a pattern, nested additional bindings and dotted bod
       bindingsOfRule(
         create(HttpRuleSchema, {
           pattern: { case: "get", value: "/a" },
-          additionalBindings: [
-            { pattern: { case: "get", value: "/b" }, additionalBindings: [{ pattern: { case: "get", value: "/c" } }] },
-          ],
+          additionalBindings: [{ pattern: { case: "get", value: "/b" }, additionalBindings: [{ pattern: { case: "get", value: "/c" } }] }],
         }),
       ),
     { message: /cannot nest/ },

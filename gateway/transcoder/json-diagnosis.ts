@@ -1,13 +1,6 @@
 // Explains why protobuf-es refused a JSON value, in the client's terms: which property, and
 // what was expected. Runs only after a parse failed, so it may be slow and thorough.
-import {
-  fromJson,
-  ScalarType,
-  type DescField,
-  type DescMessage,
-  type JsonReadOptions,
-  type JsonValue,
-} from "@bufbuild/protobuf";
+import { fromJson, ScalarType, type DescField, type DescMessage, type JsonReadOptions, type JsonValue } from "@bufbuild/protobuf";
 import { isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { fieldByName, isPlainMessage } from "./field-paths.js";
 
@@ -18,12 +11,7 @@ export interface JsonProblem {
 }
 
 /** Finds the first property of `json` that `message` cannot take. */
-export function diagnoseJson(
-  message: DescMessage,
-  json: JsonValue,
-  options: Partial<JsonReadOptions>,
-  path = "",
-): JsonProblem {
+export function diagnoseJson(message: DescMessage, json: JsonValue, options: Partial<JsonReadOptions>, path = ""): JsonProblem {
   if (!isPlainMessage(message)) {
     return { property: path, reason: `expected ${describeMessage(message)}` };
   }
@@ -42,12 +30,7 @@ export function diagnoseJson(
   return { property: path, reason: "a field is given more than once (under its two names)" };
 }
 
-function diagnoseNested(
-  field: DescField,
-  value: JsonValue,
-  options: Partial<JsonReadOptions>,
-  property: string,
-): JsonProblem | undefined {
+function diagnoseNested(field: DescField, value: JsonValue, options: Partial<JsonReadOptions>, property: string): JsonProblem | undefined {
   const target = field.message;
   if (!target || !isPlainMessage(target)) return undefined;
   if (field.fieldKind === "message") return diagnoseJson(target, value, options, property);
@@ -70,12 +53,7 @@ function diagnoseNested(
   return undefined;
 }
 
-function accepts(
-  message: DescMessage,
-  key: string,
-  value: JsonValue,
-  options: Partial<JsonReadOptions>,
-): boolean {
+function accepts(message: DescMessage, key: string, value: JsonValue, options: Partial<JsonReadOptions>): boolean {
   return acceptsMessage(message, { [key]: value }, options);
 }
 

@@ -22,10 +22,6 @@ function decodeComponent(s: string, label: string): string {
   try {
     return decodeURIComponent(s.replaceAll("+", " "));
   } catch {
-    throw badRequest(
-      `query parameter "${label}" is not valid percent-encoding`,
-      label,
-      "invalid percent-encoding",
-    );
+    throw badRequest(`query parameter "${label}" is not valid percent-encoding`, label, "invalid percent-encoding");
   }
 }

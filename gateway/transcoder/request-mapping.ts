@@ -16,12 +16,7 @@ import {
 import { body_optional } from "../../gen/meshwork/api/v1/options_pb.js";
 import { badRequest, HttpError } from "../errors/http-error.js";
 import type { HttpBinding } from "./http-rule.js";
-import {
-  canonicalPath,
-  resolveFieldPath,
-  urlConverterOf,
-  type UrlValueConverter,
-} from "./field-paths.js";
+import { canonicalPath, resolveFieldPath, urlConverterOf, type UrlValueConverter } from "./field-paths.js";
 import { describeElement, describeField, diagnoseJson } from "./json-diagnosis.js";
 import { parseQuery } from "./query-string.js";
 
@@ -63,11 +58,7 @@ export interface RequestPlan {
 const QUERY_CACHE_LIMIT = 256;
 
 /** Validates a binding against its method's input and compiles it. Throws on a bad rule. */
-export function compileRequestPlan(
-  method: DescMethod,
-  binding: HttpBinding,
-  readOptions: Partial<JsonReadOptions>,
-): RequestPlan {
+export function compileRequestPlan(method: DescMethod, binding: HttpBinding, readOptions: Partial<JsonReadOptions>): RequestPlan {
   const input = method.input;
   const where = `${method.parent.typeName}.${method.name} (${binding.httpMethod} ${binding.path.template})`;
   let body: BodyKind = "none";
@@ -123,12 +114,7 @@ interface Placed {
  * Builds the request message. `segments` are the raw request path segments the trie matched;
  * `body` is the parsed JSON body (undefined when the rule has none).
  */
-export function buildRequest(
-  plan: RequestPlan,
-  segments: readonly string[],
-  rawQuery: string,
-  body: JsonValue | undefined,
-): Message {
+export function buildRequest(plan: RequestPlan, segments: readonly string[], rawQuery: string, body: JsonValue | undefined): Message {
   const tree: JsonObject = {};
   const placed: Placed[] = [];
   for (const p of plan.pathParams) {
@@ -165,19 +151,13 @@ function parseBody(plan: RequestPlan, body: JsonValue): Message {
       ? diagnoseJson(target, body, plan.readOptions)
       : { property: "", reason: `expected ${describeField(plan.bodyField!)}` };
     if (problem.property === "") throw badRequest(`invalid request body: ${problem.reason}`);
-    throw badRequest(
-      `invalid request body: property "${problem.property}": ${problem.reason}`,
-      problem.property,
-      problem.reason,
-    );
+    throw badRequest(`invalid request body: property "${problem.property}": ${problem.reason}`, problem.property, problem.reason);
   }
 }
 
 function parseParams(plan: RequestPlan, into: Message | undefined, tree: JsonObject, placed: Placed[]) {
   try {
-    return into
-      ? mergeFromJson(plan.input, into, tree, plan.readOptions)
-      : fromJson(plan.input, tree, plan.readOptions);
+    return into ? mergeFromJson(plan.input, into, tree, plan.readOptions) : fromJson(plan.input, tree, plan.readOptions);
   } catch {
     // Find the culprit by parsing each value alone.
     for (const p of placed) {
@@ -187,11 +167,7 @@ function parseParams(plan: RequestPlan, into: Message | undefined, tree: JsonObj
         fromJson(plan.input, single, plan.readOptions);
       } catch {
         const reason = `expected ${describeElement(p.field)}`;
-        throw badRequest(
-          `${p.source} parameter "${p.name}" has an invalid value ${preview(p.value)}: ${reason}`,
-          p.name,
-          reason,
-        );
+        throw badRequest(`${p.source} parameter "${p.name}" has an invalid value ${preview(p.value)}: ${reason}`, p.name, reason);
       }
     }
     throw badRequest("invalid path or query parameters");
@@ -227,13 +203,7 @@ function compileQueryTarget(plan: RequestPlan, name: string): QueryTarget | Http
   return { field: leaf, keys: fields.map((f) => f.jsonName), repeated: leaf.fieldKind === "list", convert };
 }
 
-function place(
-  tree: JsonObject,
-  keys: readonly string[],
-  value: JsonValue,
-  repeated: boolean,
-  label: string,
-) {
+function place(tree: JsonObject, keys: readonly string[], value: JsonValue, repeated: boolean, label: string) {
   let node = tree;
   const last = keys.length - 1;
   for (let i = 0; i < last; i++) {
@@ -262,11 +232,7 @@ function decodePathValue(raw: string, multiSegment: boolean, name: string): stri
       .map((piece) => decodeURIComponent(piece))
       .join("%2F");
   } catch {
-    throw badRequest(
-      `path parameter "${name}" is not valid percent-encoding`,
-      name,
-      "invalid percent-encoding",
-    );
+    throw badRequest(`path parameter "${name}" is not valid percent-encoding`, name, "invalid percent-encoding");
   }
 }
 

@@ -34,12 +34,14 @@ const emptyBook = {
   edition: null,
 };
 
-const fail = (code: Code, message: string, violations?: [field: string, description: string][]): Responder => () => {
-  const details = violations
-    ? [{ desc: BadRequestSchema, value: { fieldViolations: violations.map(([field, description]) => ({ field, description })) } }]
-    : [];
-  throw new ConnectError(message, code, undefined, details);
-};
+const fail =
+  (code: Code, message: string, violations?: [field: string, description: string][]): Responder =>
+  () => {
+    const details = violations
+      ? [{ desc: BadRequestSchema, value: { fieldViolations: violations.map(([field, description]) => ({ field, description })) } }]
+      : [];
+    throw new ConnectError(message, code, undefined, details);
+  };
 
 interface Row {
   readonly name: string;
@@ -364,10 +366,9 @@ const rows: Row[] = [
   {
     name: "library: the service's x- and caching headers reach the client on a JSON answer",
     request: exportShelf(
-      withHeaders(
-        { "x-export-truncated": "true", "x-export-total-count": "12", "cache-control": "no-store", "retry-after": "5" },
-        () => ({ count: 1 }),
-      ),
+      withHeaders({ "x-export-truncated": "true", "x-export-total-count": "12", "cache-control": "no-store", "retry-after": "5" }, () => ({
+        count: 1,
+      })),
     ),
     status: 200,
     contentType: "application/json",
@@ -386,7 +387,7 @@ const rows: Row[] = [
           "grpc-foo": "1",
           "connect-foo": "1",
           "content-language": "de",
-          "te": "trailers",
+          te: "trailers",
           "x-request-id": "spoofed",
           "x-grpc-web": "1",
           "set-cookie": "a=b",

@@ -1,13 +1,6 @@
 // Compiles the google.api.http rules of a set of services into one route trie. Every check that
 // can fail on a contract fails here, at start, never on a request.
-import {
-  getOption,
-  hasOption,
-  type DescMethod,
-  type DescService,
-  type JsonReadOptions,
-  type Registry,
-} from "@bufbuild/protobuf";
+import { getOption, hasOption, type DescMethod, type DescService, type JsonReadOptions, type Registry } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { success_status } from "../../gen/meshwork/api/v1/options_pb.js";
 import { isEventStreamType } from "../streams/sse-framer.js";
@@ -67,10 +60,7 @@ export function routeSourcesOf(services: readonly DescService[]): RouteSource[] 
   return out;
 }
 
-export function compileRouteTable(
-  sources: readonly RouteSource[],
-  registry?: Registry,
-): RouteTable {
+export function compileRouteTable(sources: readonly RouteSource[], registry?: Registry): RouteTable {
   const trie = new RouteTrie<CompiledRoute>();
   const routes: CompiledRoute[] = [];
   const readOptions: Partial<JsonReadOptions> = { ignoreUnknownFields: false, registry };

@@ -51,8 +51,7 @@ const cases: [method: string, path: string, expected: string][] = [
 for (const [method, path, expected] of cases) {
   test(`${method} ${path} → ${expected}`, (t) => {
     const m = trie.match(method, path);
-    const got =
-      m.kind === "found" ? m.route : m.kind === "not-found" ? "404" : `405 ${m.allow.join(", ")}`;
+    const got = m.kind === "found" ? m.route : m.kind === "not-found" ? "404" : `405 ${m.allow.join(", ")}`;
     t.is(got, expected);
   });
 }
@@ -102,16 +101,8 @@ const badRules: [name: string, sources: () => RouteSource[], reason: RegExp][] =
     () => source(createBook, { pattern: { case: "post", value: "/x/{book}" }, body: "*" }),
     /singular scalar/,
   ],
-  [
-    "a path variable on a repeated field",
-    () => source(listBooks, { pattern: { case: "get", value: "/x/{tags}" } }),
-    /singular scalar/,
-  ],
-  [
-    "a path variable through a scalar",
-    () => source(listBooks, { pattern: { case: "get", value: "/x/{page_size.x}" } }),
-    /not a message/,
-  ],
+  ["a path variable on a repeated field", () => source(listBooks, { pattern: { case: "get", value: "/x/{tags}" } }), /singular scalar/],
+  ["a path variable through a scalar", () => source(listBooks, { pattern: { case: "get", value: "/x/{page_size.x}" } }), /not a message/],
   ["a body field that does not exist", () => source(createBook, { pattern: { case: "post", value: "/x" }, body: "nope" }), /body field/],
   ["a GET with a body", () => source(createBook, { pattern: { case: "get", value: "/x" }, body: "*" }), /GET rule cannot take a body/],
   [

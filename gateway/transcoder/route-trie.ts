@@ -59,8 +59,7 @@ export class RouteTrie<R> {
     const existing = byMethod.get(httpMethod);
     if (existing) {
       throw new RouteConflictError(
-        `conflicting HTTP rules: ${httpMethod} ${path.template} (${label}) ` +
-          `matches the same requests as ${existing.label}`,
+        `conflicting HTTP rules: ${httpMethod} ${path.template} (${label}) ` + `matches the same requests as ${existing.label}`,
       );
     }
     byMethod.set(httpMethod, { route, label });
@@ -131,12 +130,7 @@ function walk<R>(
   return undefined;
 }
 
-function endOf<R>(
-  node: TrieNode<R>,
-  verb: string,
-  httpMethod: string,
-  allowed: Map<string, Entry<R>>[],
-): Entry<R> | undefined {
+function endOf<R>(node: TrieNode<R>, verb: string, httpMethod: string, allowed: Map<string, Entry<R>>[]): Entry<R> | undefined {
   const byMethod = node.ends.get(verb);
   if (!byMethod) return undefined;
   const hit = byMethod.get(httpMethod);

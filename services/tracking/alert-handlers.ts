@@ -70,7 +70,10 @@ export function alertHandlers<Row extends AlertRow, Msg extends Message>(deps: T
         const { rows, truncated } = capExport(await findAlerts(em, kind.entity, query.filter, 0, window.take), window.maxRows);
         const names = await alertNames(em, rows);
         for (const [name, value] of Object.entries(exportHeaders(kind.filename, truncated))) ctx.responseHeader.set(name, value);
-        const csv = toCsv(kind.csvHeader, rows.map((row) => kind.csvRow(row, names(row))));
+        const csv = toCsv(
+          kind.csvHeader,
+          rows.map((row) => kind.csvRow(row, names(row))),
+        );
         return {
           items: [],
           totalCount: rows.length,

@@ -41,7 +41,10 @@ function eventStreamService(hub: StreamHub, tokens: StreamTokens): ServiceImpl<t
       // stream (one layer less per message for every client).
       return openedLater(async () => {
         if (req.token === "") {
-          throw new ConnectError("a stream token is required: POST /api/events/token, then GET /api/events?token=<token>", Code.Unauthenticated);
+          throw new ConnectError(
+            "a stream token is required: POST /api/events/token, then GET /api/events?token=<token>",
+            Code.Unauthenticated,
+          );
         }
         if (!(await tokens.isValid(req.token))) {
           throw new ConnectError("the stream token is unknown or expired", Code.Unauthenticated);

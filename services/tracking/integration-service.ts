@@ -195,13 +195,19 @@ export function integrationService(deps: TrackingDeps): ServiceImpl<typeof Integ
       const position = positionOf(body);
       // The position rules run before anything is written, so a refused fix creates no device.
       // The identifier here only satisfies the device rule; the real one depends on the feed.
-      const check = checkObservation({ ...position, deviceIdentifier: "feed" }, { now: new Date(), resolveIdentifier: true, prefix: "observation." });
+      const check = checkObservation(
+        { ...position, deviceIdentifier: "feed" },
+        { now: new Date(), resolveIdentifier: true, prefix: "observation." },
+      );
       const malformed = [...extras.malformed, ...check.malformed];
       if (malformed.length) throw invalidArgument(malformed);
 
       const feed = await loadFeed(deps.db.em(), feedId);
       if (!feed.isEnabled) {
-        throw new ConnectError(`integration feed ${feedId} is disabled (isEnabled is false): it refuses observations`, Code.FailedPrecondition);
+        throw new ConnectError(
+          `integration feed ${feedId} is disabled (isEnabled is false): it refuses observations`,
+          Code.FailedPrecondition,
+        );
       }
       if (!feed.provider) {
         throw new ConnectError(`integration feed ${feedId} has no provider, so its trackers cannot be named`, Code.FailedPrecondition);
@@ -250,7 +256,9 @@ function positionOf(body: FeedObservationInput): ObservationInputLike {
 
 /** NotFound that names the field, as the device service answers an unknown assetId. */
 function missingAsset(assetId: string): ConnectError {
-  const detail = create(BadRequestSchema, { fieldViolations: [{ field: observationField("asset_id"), description: "does not name an existing record" }] });
+  const detail = create(BadRequestSchema, {
+    fieldViolations: [{ field: observationField("asset_id"), description: "does not name an existing record" }],
+  });
   return new ConnectError(`asset ${assetId} not found`, Code.NotFound, undefined, [{ desc: BadRequestSchema, value: detail }]);
 }
 

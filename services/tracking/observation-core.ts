@@ -3,11 +3,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type {
-  BatchIngestObservationsResponseSchema,
-  ObservationInput,
-  ObservationService,
-} from "../../gen/tracking/v1/observation_pb.js";
+import type { BatchIngestObservationsResponseSchema, ObservationInput, ObservationService } from "../../gen/tracking/v1/observation_pb.js";
 import { invalidArgument, notFound, requireUuid } from "../runtime/errors/index.js";
 import { resolvePage } from "../runtime/validation/index.js";
 import type { TrackingDeps } from "./deps.js";

@@ -7,12 +7,7 @@ import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { UniqueConstraintViolationException } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
-import {
-  AssetCreatedSchema,
-  DeviceCreatedSchema,
-  GeofenceCreatedSchema,
-  GeofenceUpdatedSchema,
-} from "../../gen/tracking/v1/events_pb.js";
+import { AssetCreatedSchema, DeviceCreatedSchema, GeofenceCreatedSchema, GeofenceUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
 import { ObservationInputSchema, type ObservationService } from "../../gen/tracking/v1/observation_pb.js";
 import { invalidArgument } from "../runtime/errors/index.js";
 import {

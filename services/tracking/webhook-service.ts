@@ -89,11 +89,21 @@ export function webhookService(deps: WebhookServiceDeps): ServiceImpl<typeof Web
       if (!eventType) throw invalidArgument(violations);
       const configured = webhooks.endpoints.length > 0;
       if (!configured) {
-        return { fired: false, eventType, configured, message: "No webhook endpoint is configured (Webhooks:Endpoints); nothing was sent." };
+        return {
+          fired: false,
+          eventType,
+          configured,
+          message: "No webhook endpoint is configured (Webhooks:Endpoints); nothing was sent.",
+        };
       }
       const takers = webhooks.endpoints.filter((e) => takesEvent(e, eventType)).length;
       if (takers === 0) {
-        return { fired: false, eventType, configured, message: `No configured webhook endpoint takes ${eventType} events; nothing was sent.` };
+        return {
+          fired: false,
+          eventType,
+          configured,
+          message: `No configured webhook endpoint takes ${eventType} events; nothing was sent.`,
+        };
       }
       await deps.db.em().transactional(async (em) => {
         recordTrackingEvent(em, subjects.webhookTestRequested, WebhookTestRequestedSchema, { eventType, sample: testSample(eventType) });

@@ -20,14 +20,22 @@ async function restCreateUpdateDelete(base: string): Promise<string> {
     body: JSON.stringify({ name: "evented" }),
   });
   const { id } = (await created.json()) as { id: string };
-  await fetch(`${base}/api/assets/${id}`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "evented 2" }) });
+  await fetch(`${base}/api/assets/${id}`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "evented 2" }),
+  });
   await fetch(`${base}/api/assets/${id}`, { method: "DELETE" });
   return id;
 }
 
 function checkEvents(t: import("ava").ExecutionContext, seen: Seen[], id: string) {
   const mine = seen.filter((s) => {
-    const schema = s.subject.endsWith("created") ? AssetCreatedSchema : s.subject.endsWith("updated") ? AssetUpdatedSchema : AssetDeletedSchema;
+    const schema = s.subject.endsWith("created")
+      ? AssetCreatedSchema
+      : s.subject.endsWith("updated")
+        ? AssetUpdatedSchema
+        : AssetDeletedSchema;
     return fromBinary(schema, s.data).asset?.id === id;
   });
   t.deepEqual(
@@ -73,6 +81,9 @@ test("create, update and delete publish tracking.v1.asset.* events in order", as
 
   const id = await restCreateUpdateDelete(mesh.frontUrl("tracking"));
   await mesh.drainOutbox();
-  await until(() => seen.filter((s) => s.subject.startsWith("tracking.v1.asset.")).length >= 3 && seen.some((s) => s.subject.endsWith("deleted")), "three asset events");
+  await until(
+    () => seen.filter((s) => s.subject.startsWith("tracking.v1.asset.")).length >= 3 && seen.some((s) => s.subject.endsWith("deleted")),
+    "three asset events",
+  );
   checkEvents(t, seen, id);
 });

@@ -12,7 +12,7 @@ import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
 const run = promisify(execFile);
 let mesh: TestMesh;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
 let client: any;
 
 test.before(async () => {
@@ -22,7 +22,7 @@ test.before(async () => {
     defaults: false,
     oneofs: true,
   });
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
   const pkg = grpc.loadPackageDefinition(definition) as any;
   client = new pkg.tracking.v1.AssetService(`127.0.0.1:${mesh.servicePort}`, grpc.credentials.createInsecure());
 });

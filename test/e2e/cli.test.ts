@@ -13,7 +13,8 @@ const env = { ...process.env, DATABASE_URL: "", NATS_URL: "" };
 test("--help lists the modes and the settings", (t) => {
   const out = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8", env });
   t.is(out.status, 0);
-  for (const text of ["all", "serve <service>", "gateway", "Gateway:Tracking:Port", "Database:Url"]) t.true(out.stdout.includes(text), text);
+  for (const text of ["all", "serve <service>", "gateway", "Gateway:Tracking:Port", "Database:Url"])
+    t.true(out.stdout.includes(text), text);
 });
 
 test("a bad setting stops the process with exit code 2 and names the setting", (t) => {

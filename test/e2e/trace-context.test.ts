@@ -6,7 +6,12 @@ import { startTelemetry } from "../../services/runtime/telemetry/index.js";
 import { startTestMesh } from "../support/start-mesh.js";
 
 test("a traceparent sent to the gateway arrives on the asset.created event", async (t) => {
-  const telemetry = await startTelemetry({ serviceName: "trace-test", exporter: "none", env: {}, logger: createLogger({ level: "silent" }) });
+  const telemetry = await startTelemetry({
+    serviceName: "trace-test",
+    exporter: "none",
+    env: {},
+    logger: createLogger({ level: "silent" }),
+  });
   t.teardown(() => telemetry.shutdown());
   const mesh = await startTestMesh();
   t.teardown(() => mesh.close());

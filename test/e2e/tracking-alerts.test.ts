@@ -48,7 +48,12 @@ async function call(method: string, path: string, body?: unknown) {
   }
   const res = await fetch(`${base}${path}`, init);
   const text = await res.text();
-  return { res, status: res.status, text, body: (text && /json/.test(res.headers.get("content-type") ?? "") ? JSON.parse(text) : undefined) as Json & Problem & Page };
+  return {
+    res,
+    status: res.status,
+    text,
+    body: (text && /json/.test(res.headers.get("content-type") ?? "") ? JSON.parse(text) : undefined) as Json & Problem & Page,
+  };
 }
 
 async function createDevice(identifier = `dev-${randomUUID().slice(0, 8)}`): Promise<{ id: string; identifier: string }> {
@@ -181,7 +186,16 @@ for (const kind of kinds) {
     t.like(res.body, { totalCount: 3, page: 1, pageSize: 50 });
     t.deepEqual(ids(res.body).slice(0, 2), [b, a], "same occurredAt: the greater id first");
     const item = res.body.items[0]!;
-    t.like(item, { deviceId: device.id, deviceIdentifier: device.identifier, acknowledged: false, acknowledgedBy: null, acknowledgedAt: null, latitude: 51.5, longitude: -0.12, assetId: null });
+    t.like(item, {
+      deviceId: device.id,
+      deviceIdentifier: device.identifier,
+      acknowledged: false,
+      acknowledgedBy: null,
+      acknowledgedAt: null,
+      latitude: 51.5,
+      longitude: -0.12,
+      assetId: null,
+    });
     t.truthy(Date.parse(String(item.occurredAt)));
     if (kind.name === "breaches") t.like(item, { geofenceId, geofenceName: "City centre", breachEventType: "Enter" });
     else t.like(item, { speedKmh: 150, thresholdKmh: 120 });
@@ -210,7 +224,11 @@ for (const kind of kinds) {
     t.deepEqual(ids((await list(kind, { deviceId: device.id, since: edge.toISOString() })).body), [recent, atEdge]);
     t.deepEqual(ids((await list(kind, { deviceId: device.id })).body), [recent, atEdge, old]);
     t.deepEqual(ids((await list(kind, { assetId })).body), [foreign, recent, atEdge]);
-    t.deepEqual(ids((await list(kind, { assetId, deviceId: device.id.toUpperCase() })).body), [recent, atEdge], "filters combine; uuids in any case");
+    t.deepEqual(
+      ids((await list(kind, { assetId, deviceId: device.id.toUpperCase() })).body),
+      [recent, atEdge],
+      "filters combine; uuids in any case",
+    );
   });
 
   test(`${kind.name}: limit (default 100) caps the total and paging runs within it`, async (t) => {
@@ -257,7 +275,11 @@ for (const kind of kinds) {
     const format = await list(kind, { format: "xml" });
     t.deepEqual(errorKeys(t, format), ["format"]);
     t.deepEqual(format.body.errors!.format, ["must be one of json, csv"]);
-    t.deepEqual(errorKeys(t, await list(kind, { format: "xml", page: 0, deviceId: "x" })).sort(), ["deviceId", "format", "page"], "all at once");
+    t.deepEqual(
+      errorKeys(t, await list(kind, { format: "xml", page: 0, deviceId: "x" })).sort(),
+      ["deviceId", "format", "page"],
+      "all at once",
+    );
     t.is((await list(kind, { unacknowledged: "maybe" })).status, 400);
     t.is((await list(kind, { since: "yesterday" })).status, 400);
     t.is((await list(kind, { page: "two" })).status, 400);
@@ -307,7 +329,9 @@ for (const kind of kinds) {
     const [id] = await kind.insert([{ deviceId: device.id }]);
     t.is((await call("POST", `${kind.path}/${id}/acknowledge`, { acknowledgedBy: "x", note: "y" })).status, 400);
     t.is((await call("POST", `${kind.path}/${id}/acknowledge`)).status, 400);
-    t.deepEqual(errorKeys(t, await call("POST", `${kind.path}/${id}/acknowledge`, { acknowledgedBy: "x".repeat(201) })), ["acknowledgedBy"]);
+    t.deepEqual(errorKeys(t, await call("POST", `${kind.path}/${id}/acknowledge`, { acknowledgedBy: "x".repeat(201) })), [
+      "acknowledgedBy",
+    ]);
     t.like((await list(kind, { deviceId: device.id })).body.items[0], { id, acknowledged: false }, "nothing changed");
   });
 
@@ -321,14 +345,24 @@ for (const kind of kinds) {
     const [a, b, c] = await insertSeries(kind, device.id, 3);
     const [done] = await kind.insert([{ deviceId: device.id, acknowledged: true, occurredAt: new Date(Date.now() - 60_000) }]);
 
-    const bulk = await call("POST", `${kind.path}/bulk-acknowledge`, { ids: [a, b!.toUpperCase(), a, done, unknownId], acknowledgedBy: "ops" });
+    const bulk = await call("POST", `${kind.path}/bulk-acknowledge`, {
+      ids: [a, b!.toUpperCase(), a, done, unknownId],
+      acknowledgedBy: "ops",
+    });
     t.is(bulk.status, 200);
     t.deepEqual(bulk.body, { count: 2 }, "duplicates, already acknowledged and unknown ids count nothing");
     const open = await list(kind, { deviceId: device.id, unacknowledged: true });
     t.deepEqual(ids(open.body), [c]);
     const acked = await list(kind, { deviceId: device.id, unacknowledged: false });
-    t.like(acked.body.items.find((i) => i.id === a), { acknowledgedBy: "ops" });
-    t.like(acked.body.items.find((i) => i.id === done), { acknowledgedBy: "earlier" }, "an earlier acknowledgement stays");
+    t.like(
+      acked.body.items.find((i) => i.id === a),
+      { acknowledgedBy: "ops" },
+    );
+    t.like(
+      acked.body.items.find((i) => i.id === done),
+      { acknowledgedBy: "earlier" },
+      "an earlier acknowledgement stays",
+    );
 
     t.deepEqual((await call("POST", `${kind.path}/bulk-acknowledge`, { ids: [a, b], acknowledgedBy: "again" })).body, { count: 0 });
     t.deepEqual((await call("POST", `${kind.path}/bulk-acknowledge`, { ids: null, acknowledgedBy: "x" })).body, { count: 0 });
@@ -345,7 +379,13 @@ for (const kind of kinds) {
     const mine = () => seen.map((d) => kind.decodeAcknowledged(d)).filter((x) => x?.id === a || x?.id === b);
     for (let i = 0; i < 200 && mine().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 300));
-    t.deepEqual(mine().map((x) => x!.id).sort(), [a, b].sort(), "one event per row changed, none for the repeat");
+    t.deepEqual(
+      mine()
+        .map((x) => x!.id)
+        .sort(),
+      [a, b].sort(),
+      "one event per row changed, none for the repeat",
+    );
   });
 
   test(`${kind.name}: racing acknowledgements of one alert: one event, one acknowledgement`, async (t) => {
@@ -369,9 +409,19 @@ for (const kind of kinds) {
     t.is(res.res.headers.get("content-disposition"), `attachment; filename="${kind.filename}"`);
     t.true(res.text.includes("\r\n"), "CRLF line ends");
     const records = parse(res.text, { columns: true }) as Record<string, string>[];
-    t.deepEqual(records.map((r) => r.Id), newest, "every selected row, newest first, not one page");
+    t.deepEqual(
+      records.map((r) => r.Id),
+      newest,
+      "every selected row, newest first, not one page",
+    );
     const first = records[0]!;
-    t.like(first, { DeviceId: device.id, DeviceIdentifier: device.identifier, Acknowledged: "false", AcknowledgedBy: "", Latitude: "51.5" });
+    t.like(first, {
+      DeviceId: device.id,
+      DeviceIdentifier: device.identifier,
+      Acknowledged: "false",
+      AcknowledgedBy: "",
+      Latitude: "51.5",
+    });
     t.is(new Date(first.OccurredAt!).toISOString(), first.OccurredAt);
     if (kind.name === "breaches") t.like(first, { GeofenceName: "Line one\nline, two", BreachEventType: "Enter", GeofenceId: geofenceId });
     else t.like(first, { SpeedKmh: "150", ThresholdKmh: "120" });
@@ -466,7 +516,13 @@ test("end to end: observations raise a breach and a speed alert that list, count
 
   const breaches = await list(kinds[0]!, { deviceId });
   t.like(breaches.body, { totalCount: 1 });
-  t.like(breaches.body.items[0], { breachEventType: "Enter", geofenceId: fence.body.id, geofenceName: "Depot e2e", deviceIdentifier: device.identifier, assetId });
+  t.like(breaches.body.items[0], {
+    breachEventType: "Enter",
+    geofenceId: fence.body.id,
+    geofenceName: "Depot e2e",
+    deviceIdentifier: device.identifier,
+    assetId,
+  });
   const alerts = await list(kinds[1]!, { deviceId, unacknowledged: true });
   t.like(alerts.body, { totalCount: 1 });
   t.like(alerts.body.items[0], { speedKmh: 95, thresholdKmh: 80, assetId });
@@ -475,7 +531,10 @@ test("end to end: observations raise a breach and a speed alert that list, count
   t.like(summary.body, { observationCount: 2, openBreachCount: 1, openSpeedAlertCount: 1 });
   t.like(summary.body.lastPosition, { speedKmh: 95 });
 
-  t.is((await call("POST", `/api/geofences/breaches/${String(breaches.body.items[0]!.id)}/acknowledge`, { acknowledgedBy: "ops" })).status, 200);
+  t.is(
+    (await call("POST", `/api/geofences/breaches/${String(breaches.body.items[0]!.id)}/acknowledge`, { acknowledgedBy: "ops" })).status,
+    200,
+  );
   t.deepEqual((await call("POST", "/api/speed-alerts/bulk-acknowledge", { ids: [alerts.body.items[0]!.id] })).body, { count: 1 });
   t.like((await call("GET", `/api/devices/${deviceId}/summary`)).body, { openBreachCount: 0, openSpeedAlertCount: 0 });
 });

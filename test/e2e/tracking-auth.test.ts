@@ -87,7 +87,12 @@ test("an ingest key on an operator route: 403 problem+json", async (t) => {
 
 test("an ingest key may ingest observations; the operator key too", async (t) => {
   const device = await createDevice();
-  const observation = { deviceIdentifier: device.identifier, observedAt: new Date(Date.now() - 60_000).toISOString(), latitude: 52.37, longitude: 4.89 };
+  const observation = {
+    deviceIdentifier: device.identifier,
+    observedAt: new Date(Date.now() - 60_000).toISOString(),
+    latitude: 52.37,
+    longitude: 4.89,
+  };
   const ingested = await call("POST", "/api/observations/ingest", INGEST_KEY, observation);
   t.is(ingested.status, 200, ingested.text);
   t.like(ingested.body, { deviceId: device.id, source: "ingest" });
@@ -185,7 +190,7 @@ function grpcClients() {
     defaults: false,
     oneofs: true,
   });
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
   const pkg = grpc.loadPackageDefinition(definition) as any;
   const address = `127.0.0.1:${mesh.servicePort}`;
   const credentials = grpc.credentials.createInsecure();
@@ -200,7 +205,7 @@ function unary<T>(client: grpc.Client, method: string, request: object, key?: st
   const metadata = new grpc.Metadata();
   if (key !== undefined) metadata.set("x-api-key", key);
   return new Promise((resolve, reject) => {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
     (client as any)[method](request, metadata, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
   });
 }
@@ -222,7 +227,12 @@ test("gRPC: the key travels as x-api-key metadata, with the same codes", async (
   const device = await createDevice();
   const batch = {
     observations: [
-      { deviceIdentifier: device.identifier, observedAt: { seconds: Math.floor(Date.now() / 1000) - 30 }, latitude: 48.85, longitude: 2.35 },
+      {
+        deviceIdentifier: device.identifier,
+        observedAt: { seconds: Math.floor(Date.now() / 1000) - 30 },
+        latitude: 48.85,
+        longitude: 2.35,
+      },
     ],
   };
   const accepted = await unary<{ accepted: number }>(observations, "BatchIngestObservations", batch, INGEST_KEY);
@@ -270,7 +280,14 @@ test("the CLI stops with exit code 2 on that refusal", (t) => {
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const out = spawnSync(
     process.execPath,
-    [join(process.cwd(), "bin/meshwork.js"), `--Data:Dir=${dataDir}`, "--Gateway:Host=0.0.0.0", "--Services:Port=0", "--Gateway:Tracking:Port=0", "--Telemetry:Exporter=none"],
+    [
+      join(process.cwd(), "bin/meshwork.js"),
+      `--Data:Dir=${dataDir}`,
+      "--Gateway:Host=0.0.0.0",
+      "--Services:Port=0",
+      "--Gateway:Tracking:Port=0",
+      "--Telemetry:Exporter=none",
+    ],
     { encoding: "utf8", env: { ...process.env, DATABASE_URL: "", NATS_URL: "" }, timeout: 60_000 },
   );
   t.is(out.status, 2, out.stderr);

@@ -110,7 +110,15 @@ test("POST creates a device and answers 200 with every documented property", asy
   t.is(status, 200);
   t.regex(res.headers.get("content-type") ?? "", /^application\/json/);
   t.regex(String(body.id), /^[0-9a-f-]{36}$/);
-  t.like(body, { identifier, label: "Van tracker", protocol: "gps-http", assetId, provider: "acme", externalId: "ext-1", tags: "van,north" });
+  t.like(body, {
+    identifier,
+    label: "Van tracker",
+    protocol: "gps-http",
+    assetId,
+    provider: "acme",
+    externalId: "ext-1",
+    tags: "van,north",
+  });
   t.is(body.integrationFeedId, null, "unset nullable fields are written as null");
   t.is(body.lastSeenAt, null);
   t.truthy(Date.parse(String(body.createdAt)));
@@ -149,7 +157,16 @@ test("GET one, GET list (a JSON array, newest first), PUT replaces, DELETE answe
 });
 
 test("null is accepted for every nullable property, and an empty body makes a device with no identifier", async (t) => {
-  const nulls = { identifier: null, label: null, protocol: null, assetId: null, provider: null, externalId: null, tags: null, integrationFeedId: null };
+  const nulls = {
+    identifier: null,
+    label: null,
+    protocol: null,
+    assetId: null,
+    provider: null,
+    externalId: null,
+    tags: null,
+    integrationFeedId: null,
+  };
   const a = await call("POST", "/api/devices", nulls);
   t.is(a.status, 200);
   t.like(a.body, nulls);

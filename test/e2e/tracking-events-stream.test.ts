@@ -54,8 +54,7 @@ function listen(t: ExecutionContext, url: string, lastEventId?: string) {
   const es = new EventSource(url, {
     // The first connection of a resuming client carries Last-Event-ID too (EventSource adds it on
     // its own reconnects only).
-    fetch: (input, init) =>
-      fetch(input, lastEventId ? { ...init, headers: { ...init?.headers, "last-event-id": lastEventId } } : init),
+    fetch: (input, init) => fetch(input, lastEventId ? { ...init, headers: { ...init?.headers, "last-event-id": lastEventId } } : init),
   });
   for (const name of EVENT_NAMES) {
     es.addEventListener(name, (e) => received.push({ type: name, id: e.lastEventId, data: JSON.parse(String(e.data)) as Json }));
@@ -119,13 +118,16 @@ test.serial("POST /api/events/token answers a token and when it expires; only it
   const rows = await mesh.db!.em().getConnection().execute<{ token_hash: string }[]>(`select "token_hash" from "tracking_stream_token"`);
   const hash = createHash("sha256").update(token).digest("hex");
   t.true(rows.some((r) => r.token_hash === hash));
-  t.false(rows.some((r) => r.token_hash.includes(token)), "the token itself is nowhere");
+  t.false(
+    rows.some((r) => r.token_hash.includes(token)),
+    "the token itself is nowhere",
+  );
 });
 
 test.serial("a missing, unknown or expired token answers 401 before any stream byte", async (t) => {
   const expired = await newToken();
-  await mesh.db!
-    .em()
+  await mesh
+    .db!.em()
     .getConnection()
     .execute(`update "tracking_stream_token" set "expires_at" = now() - interval '1 second' where "token_hash" = ?`, [
       createHash("sha256").update(expired).digest("hex"),
@@ -158,7 +160,7 @@ test.serial("the stream opens with `: connected` and the event-stream headers", 
   t.is(res.statusCode, 200);
   t.is(res.headers["content-type"], "text/event-stream; charset=utf-8");
   t.is(res.headers["cache-control"], "no-cache");
-  t.is(res.headers["connection"], "keep-alive");
+  t.is(res.headers.connection, "keep-alive");
   t.is(res.headers["x-accel-buffering"], "no");
   t.is(text, ": connected\n\n");
 });
@@ -202,7 +204,10 @@ test.serial("events arrive in order, named, with an increasing id and the data R
     ],
   );
   const seqs = got.map((e) => Number(e.id));
-  t.true(seqs.every((id, i) => Number.isInteger(id) && (i === 0 || id > seqs[i - 1]!)), `ids increase: ${seqs.join(",")}`);
+  t.true(
+    seqs.every((id, i) => Number.isInteger(id) && (i === 0 || id > seqs[i - 1]!)),
+    `ids increase: ${seqs.join(",")}`,
+  );
   t.deepEqual(got[0]!.data, { entity: "asset", action: "created", id: assetId });
   t.deepEqual(got[1]!.data, { entity: "device", action: "created", id: deviceId });
   t.deepEqual(got[7]!.data, { entity: "geofence", action: "deleted", id: fenceId });
@@ -240,7 +245,10 @@ test.serial("a client reconnecting with Last-Event-ID gets exactly the events it
   t.true(seqs[0]! > Number(lastId) && seqs.every((id, i) => i === 0 || id > seqs[i - 1]!), "ids continue after the client's");
   if (!realInfra().natsUrl) {
     // Alone on its bus, the mesh published nothing else: the ids follow on without a gap.
-    t.deepEqual(seqs, [1, 2, 3, 4].map((n) => Number(lastId) + n));
+    t.deepEqual(
+      seqs,
+      [1, 2, 3, 4].map((n) => Number(lastId) + n),
+    );
   }
 
   // A browser's first connection cannot send headers: the query parameter does the same.
@@ -305,7 +313,10 @@ test("through a gateway-only process the stream crosses the gRPC hop the same wa
   // Last-Event-ID travels as a gRPC header to the service.
   const resumed = listen(t, `${at}/api/events?token=${token}`, about(first.received, [before])[0]!.id);
   await until(() => about(resumed.received, [missed]).length === 1, "the missed event over gRPC");
-  t.deepEqual(about(resumed.received, [before, missed]).map((e) => e.data.id), [missed]);
+  t.deepEqual(
+    about(resumed.received, [before, missed]).map((e) => e.data.id),
+    [missed],
+  );
 });
 
 const infra = realInfra();
@@ -325,6 +336,9 @@ if (infra.databaseUrl && infra.natsUrl) {
     const id = await createAsset("from mesh A", a.frontUrl("tracking"));
     await a.drainOutbox();
     await until(() => client.received.some((e) => e.data.id === id), "the event on mesh B");
-    t.like(client.received.find((e) => e.data.id === id), { type: "data_changed", data: { entity: "asset", action: "created", id } });
+    t.like(
+      client.received.find((e) => e.data.id === id),
+      { type: "data_changed", data: { entity: "asset", action: "created", id } },
+    );
   });
 }

@@ -106,27 +106,64 @@ async function until(predicate: () => boolean | Promise<boolean>, what: string) 
 
 test("create answers 200 with every property (isActive defaults to true); list is a JSON array, newest first", async (t) => {
   const first = await newFence({ centerLatitude: 10, centerLongitude: 10, radiusMeters: 100 });
-  const res = await send("POST", "/api/geofences", { name: "Depot", description: "yard", centerLatitude: 51.47, centerLongitude: -0.45, radiusMeters: 2000 });
+  const res = await send("POST", "/api/geofences", {
+    name: "Depot",
+    description: "yard",
+    centerLatitude: 51.47,
+    centerLongitude: -0.45,
+    radiusMeters: 2000,
+  });
   t.is(res.status, 200);
   t.regex(String(res.body.id), /^[0-9a-f-]{36}$/);
-  t.like(res.body, { name: "Depot", description: "yard", centerLatitude: 51.47, centerLongitude: -0.45, radiusMeters: 2000, isActive: true });
+  t.like(res.body, {
+    name: "Depot",
+    description: "yard",
+    centerLatitude: 51.47,
+    centerLongitude: -0.45,
+    radiusMeters: 2000,
+    isActive: true,
+  });
   t.is(res.body.createdAt, res.body.updatedAt);
   const list = await send("GET", "/api/geofences");
   t.is(list.status, 200);
   t.true(Array.isArray(list.body));
   const ids = list.body.map((g) => g.id);
   t.true(ids.indexOf(res.body.id) < ids.indexOf(first.id), "newest first");
-  const inactive = await send("POST", "/api/geofences", { centerLatitude: 1, centerLongitude: 1, radiusMeters: 5, isActive: false, name: null });
+  const inactive = await send("POST", "/api/geofences", {
+    centerLatitude: 1,
+    centerLongitude: 1,
+    radiusMeters: 5,
+    isActive: false,
+    name: null,
+  });
   t.like(inactive.body, { isActive: false, name: null, description: null });
 });
 
 test("PUT replaces every field; DELETE answers { id, deleted }; then both 404; there is no GET of one", async (t) => {
   const fence = await newFence({ description: "d", centerLatitude: 20, centerLongitude: 20, radiusMeters: 300 });
-  const put = await send("PUT", `/api/geofences/${fence.id}`, { name: "moved", centerLatitude: 21, centerLongitude: 22, radiusMeters: 450 });
+  const put = await send("PUT", `/api/geofences/${fence.id}`, {
+    name: "moved",
+    centerLatitude: 21,
+    centerLongitude: 22,
+    radiusMeters: 450,
+  });
   t.is(put.status, 200);
-  t.like(put.body, { id: fence.id, name: "moved", description: null, centerLatitude: 21, centerLongitude: 22, radiusMeters: 450, isActive: true });
+  t.like(put.body, {
+    id: fence.id,
+    name: "moved",
+    description: null,
+    centerLatitude: 21,
+    centerLongitude: 22,
+    radiusMeters: 450,
+    isActive: true,
+  });
   t.true(Date.parse(String(put.body.updatedAt)) >= Date.parse(String(put.body.createdAt)));
-  const off = await send("PUT", `/api/geofences/${fence.id}`, { centerLatitude: 21, centerLongitude: 22, radiusMeters: 450, isActive: false });
+  const off = await send("PUT", `/api/geofences/${fence.id}`, {
+    centerLatitude: 21,
+    centerLongitude: 22,
+    radiusMeters: 450,
+    isActive: false,
+  });
   t.is(off.body.isActive, false);
 
   t.not((await send("GET", `/api/geofences/${fence.id}`)).status, 200);
@@ -179,7 +216,10 @@ test("create, update and delete publish tracking.v1.geofence.* with the fence", 
           : undefined;
   const mine = () => seen.filter((m) => decode(m)?.id === fence.id);
   await until(() => mine().length >= 3, "three geofence events");
-  t.deepEqual(mine().map((m) => m.subject), ["tracking.v1.geofence.created", "tracking.v1.geofence.updated", "tracking.v1.geofence.deleted"]);
+  t.deepEqual(
+    mine().map((m) => m.subject),
+    ["tracking.v1.geofence.created", "tracking.v1.geofence.updated", "tracking.v1.geofence.deleted"],
+  );
   t.like(decode(mine()[1]!), { name: "renamed", radiusMeters: 60 });
 });
 
@@ -197,7 +237,10 @@ test("enter, stay inside (no new breach), exit, re-enter", async (t) => {
   await fix(device.id, 50, north(p, 900));
   await fix(device.id, 60, north(p, 0));
   const breaches = await breachesOf(device.id);
-  t.deepEqual(breaches.map((b) => b.breachEventType), ["Enter", "Exit", "Enter"]);
+  t.deepEqual(
+    breaches.map((b) => b.breachEventType),
+    ["Enter", "Exit", "Enter"],
+  );
   t.like(breaches[0], { geofenceId: fence.id, observationId: entered.id, acknowledged: false });
   t.is(breaches[0]!.occurredAt.toISOString(), at(10));
   t.true(Math.abs(breaches[0]!.latitude - north(p, 400).latitude) < 1e-9);

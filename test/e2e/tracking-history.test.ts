@@ -108,11 +108,7 @@ test("json: a page of the device's observations, newest first, with the document
   const at = clock();
   const assetId = await createAsset();
   const deviceId = await createDevice(assetId);
-  const ids = await record(deviceId, [
-    { at: at(1), altitude: 12 },
-    { at: at(3), speedKmh: null },
-    { at: at(2) },
-  ]);
+  const ids = await record(deviceId, [{ at: at(1), altitude: 12 }, { at: at(3), speedKmh: null }, { at: at(2) }]);
   const { status, type, text } = await history(`?deviceId=${deviceId}`);
   t.is(status, 200);
   t.regex(type, /^application\/json/);
@@ -121,7 +117,10 @@ test("json: a page of the device's observations, newest first, with the document
   t.is(body.totalCount, 3);
   t.is(body.page, 1);
   t.is(body.pageSize, 50);
-  t.deepEqual(body.items.map((i) => i.id), [ids[1], ids[2], ids[0]]);
+  t.deepEqual(
+    body.items.map((i) => i.id),
+    [ids[1], ids[2], ids[0]],
+  );
   t.like(body.items[2], { deviceId, latitude: 51.5, longitude: -0.12, altitude: 12, accuracyMeters: 5, speedKmh: 42, source: "api" });
   t.is(body.items[0]!.speedKmh, null, "unset optional values are null");
   t.is(body.items[0]!.observedAt, at(3).toISOString().replace(".000Z", "Z"));
@@ -131,7 +130,10 @@ test("json: a page of the device's observations, newest first, with the document
 test("json: page and pageSize walk the history without overlap; past the end is an empty page", async (t) => {
   const at = clock();
   const deviceId = await createDevice(null);
-  const ids = await record(deviceId, [0, 1, 2, 3, 4].map((m) => ({ at: at(m) })));
+  const ids = await record(
+    deviceId,
+    [0, 1, 2, 3, 4].map((m) => ({ at: at(m) })),
+  );
   const seen: string[] = [];
   for (let p = 1; p <= 3; p++) {
     const body = await page(`?deviceId=${deviceId}&page=${p}&pageSize=2`);
@@ -158,7 +160,11 @@ test("json: equal timestamps are ordered by id, so paging is stable", async (t) 
   }
   const expected = [...ids].sort().reverse();
   const all = await page(`?assetId=${assetId}`);
-  t.deepEqual(all.items.map((i) => i.id), expected, "id descending breaks the tie");
+  t.deepEqual(
+    all.items.map((i) => i.id),
+    expected,
+    "id descending breaks the tie",
+  );
   const paged: unknown[] = [];
   for (let p = 1; p <= 4; p++) paged.push(...(await page(`?assetId=${assetId}&page=${p}&pageSize=1`)).items.map((i) => i.id));
   t.deepEqual(paged, expected);
@@ -245,7 +251,11 @@ test("csv: the reference's columns plus AccuracyMeters, every row oldest first, 
     "AccuracyMeters",
   ]);
   t.is(rows.length, 3, "files ignore paging");
-  t.deepEqual(rows.map((r) => r.ObservationId), [ids[1], ids[0], ids[2]], "oldest first");
+  t.deepEqual(
+    rows.map((r) => r.ObservationId),
+    [ids[1], ids[0], ids[2]],
+    "oldest first",
+  );
   t.deepEqual(rows[1], {
     ObservationId: ids[0]!,
     DeviceId: deviceId,
@@ -265,7 +275,9 @@ test("csv: the reference's columns plus AccuracyMeters, every row oldest first, 
 test("csv: no match is a header-only file", async (t) => {
   const { status, text } = await history(`?deviceId=${randomUUID()}&format=csv`);
   t.is(status, 200);
-  t.deepEqual(parse(text), [["ObservationId", "DeviceId", "AssetId", "ObservedAt", "Latitude", "Longitude", "Altitude", "SpeedKmh", "Heading", "AccuracyMeters"]]);
+  t.deepEqual(parse(text), [
+    ["ObservationId", "DeviceId", "AssetId", "ObservedAt", "Latitude", "Longitude", "Altitude", "SpeedKmh", "Heading", "AccuracyMeters"],
+  ]);
 });
 
 interface Feature {
@@ -346,12 +358,18 @@ test("gpx: GPX 1.1 with one trk per device named by its identifier (escaped) or 
   t.deepEqual(doc.gpx.trk.map((k) => String(k.name)).sort(), [d2, name].sort());
   const track = doc.gpx.trk.find((k) => k.name === name)!;
   const pts = track.trkseg.trkpt;
-  t.deepEqual(pts.map((p) => [p["@lat"], p["@lon"]]), [
-    ["51.51", "-0.11"],
-    ["51.52", "-0.12"],
-    ["51.53", "-0.13"],
-  ]);
-  t.deepEqual(pts.map((p) => p.time), [at(1), at(2), at(3)].map((d) => d.toISOString()));
+  t.deepEqual(
+    pts.map((p) => [p["@lat"], p["@lon"]]),
+    [
+      ["51.51", "-0.11"],
+      ["51.52", "-0.12"],
+      ["51.53", "-0.13"],
+    ],
+  );
+  t.deepEqual(
+    pts.map((p) => p.time),
+    [at(1), at(2), at(3)].map((d) => d.toISOString()),
+  );
   t.is(pts[0]!.ele, 25.5);
   t.false("ele" in pts[1]!);
 });
@@ -360,7 +378,10 @@ test("a capped export says so: X-Export-Truncated and X-Export-Total-Count, the 
   const at = clock();
   const deviceId = await createDevice(null);
   const total = EXPORT_MAX_ROWS + 2;
-  const ids = await record(deviceId, Array.from({ length: total }, (_, m) => ({ at: at(m) })));
+  const ids = await record(
+    deviceId,
+    Array.from({ length: total }, (_, m) => ({ at: at(m) })),
+  );
   for (const format of ["csv", "geojson", "gpx"]) {
     const { status, res } = await history(`?deviceId=${deviceId}&format=${format}`);
     t.is(status, 200, format);
@@ -368,12 +389,18 @@ test("a capped export says so: X-Export-Truncated and X-Export-Total-Count, the 
     t.is(res.headers.get("x-export-total-count"), String(total), format);
   }
   const csv = parse((await history(`?deviceId=${deviceId}&format=csv`)).text, { columns: true }) as Record<string, string>[];
-  t.deepEqual(csv.map((r) => r.ObservationId), ids.slice(0, EXPORT_MAX_ROWS));
+  t.deepEqual(
+    csv.map((r) => r.ObservationId),
+    ids.slice(0, EXPORT_MAX_ROWS),
+  );
   // The JSON page is not an export: the cap does not apply to it.
   const json = await page(`?deviceId=${deviceId}`);
   t.is(json.items.length, total);
   const exact = await createDevice(null);
-  await record(exact, Array.from({ length: EXPORT_MAX_ROWS }, (_, m) => ({ at: at(m) })));
+  await record(
+    exact,
+    Array.from({ length: EXPORT_MAX_ROWS }, (_, m) => ({ at: at(m) })),
+  );
   const full = await history(`?deviceId=${exact}&format=csv`);
   t.is(full.res.headers.get("x-export-truncated"), null, "exactly the cap is not truncated");
 });
@@ -385,16 +412,26 @@ test("export rows are read in keyset batches: none lost or repeated across batch
   for (let d = 0; d < 3; d++) {
     const deviceId = await createDevice(assetId);
     // Devices share instants, so batch edges fall between rows with equal timestamps.
-    const ids = await record(deviceId, [0, 1, 2].map((m) => ({ at: at(m) })));
+    const ids = await record(
+      deviceId,
+      [0, 1, 2].map((m) => ({ at: at(m) })),
+    );
     ids.forEach((id, m) => expected.push({ at: at(m).getTime(), id }));
   }
   expected.sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1));
   for (const batch of [1, 2, 4, 9, 50]) {
     const seen: string[] = [];
     for await (const p of historyPoints(mesh.db!.em(), { assetId }, 100, batch)) seen.push(p.observationId);
-    t.deepEqual(seen, expected.map((e) => e.id), `batch ${batch}`);
+    t.deepEqual(
+      seen,
+      expected.map((e) => e.id),
+      `batch ${batch}`,
+    );
   }
   const capped: string[] = [];
   for await (const p of historyPoints(mesh.db!.em(), { assetId }, 5, 2)) capped.push(p.observationId);
-  t.deepEqual(capped, expected.slice(0, 5).map((e) => e.id));
+  t.deepEqual(
+    capped,
+    expected.slice(0, 5).map((e) => e.id),
+  );
 });

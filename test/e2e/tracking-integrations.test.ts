@@ -46,7 +46,10 @@ test.before(async () => {
     void (async () => {
       for await (const m of messages) seen.push({ subject: m.subject, data: m.data });
     })();
-    stops.push(() => messages.stop(), () => nc.close());
+    stops.push(
+      () => messages.stop(),
+      () => nc.close(),
+    );
   } else {
     const sub = await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.>"] }, (m) => {
       seen.push({ subject: m.subject, data: m.data });
@@ -86,7 +89,13 @@ const unique = (prefix: string) => `${prefix}-${process.pid}-${Date.now()}-${cou
 const unknownId = "00000000-0000-4000-8000-000000000000";
 
 async function newFeed(body: Json = {}): Promise<Json & { id: string }> {
-  const res = await post("/api/integrations", { name: unique("feed"), provider: "gps-http", isEnabled: true, autoCreateDevices: true, ...body });
+  const res = await post("/api/integrations", {
+    name: unique("feed"),
+    provider: "gps-http",
+    isEnabled: true,
+    autoCreateDevices: true,
+    ...body,
+  });
   if (res.status !== 200) throw new Error(`feed: ${res.status} ${res.text}`);
   return res.body as Json & { id: string };
 }
@@ -113,7 +122,10 @@ async function until(predicate: () => boolean, what: string) {
 
 /** Events published on `subject` whose payload `pick` matches, decoded. */
 function eventsOf<T>(subject: string, decode: (data: Uint8Array) => T, pick: (event: T) => boolean): T[] {
-  return seen.filter((s) => s.subject === subject).map((s) => decode(s.data)).filter(pick);
+  return seen
+    .filter((s) => s.subject === subject)
+    .map((s) => decode(s.data))
+    .filter(pick);
 }
 
 test("GET /api/integrations/providers lists the 15 providers, each ready or bridge-required", async (t) => {
@@ -122,28 +134,28 @@ test("GET /api/integrations/providers lists the 15 providers, each ready or brid
   t.regex(res.type, /^application\/json/);
   const providers = res.body as unknown as { id: string; name: string; readiness: string; category: string; description: string }[];
   t.true(Array.isArray(providers));
-  t.deepEqual(
-    providers.map((p) => p.id).sort(),
-    [
-      "apple-findmy",
-      "ble-sensors",
-      "generic-webhook",
-      "google-findhub",
-      "gps-http",
-      "home-assistant",
-      "meshtastic",
-      "obd-telematics",
-      "owntracks",
-      "samsung-find",
-      "signal",
-      "smtp-email",
-      "telegram",
-      "traccar",
-      "twilio-sms",
-    ],
-  );
+  t.deepEqual(providers.map((p) => p.id).sort(), [
+    "apple-findmy",
+    "ble-sensors",
+    "generic-webhook",
+    "google-findhub",
+    "gps-http",
+    "home-assistant",
+    "meshtastic",
+    "obd-telematics",
+    "owntracks",
+    "samsung-find",
+    "signal",
+    "smtp-email",
+    "telegram",
+    "traccar",
+    "twilio-sms",
+  ]);
   t.deepEqual([...new Set(providers.map((p) => p.readiness))].sort(), ["bridge-required", "ready"]);
-  t.like(providers.find((p) => p.id === "generic-webhook"), { readiness: "ready", name: "Generic webhook" });
+  t.like(
+    providers.find((p) => p.id === "generic-webhook"),
+    { readiness: "ready", name: "Generic webhook" },
+  );
   for (const p of providers) t.true(p.name.length > 0 && p.description.length > 0 && p.category.length > 0, p.id);
 });
 
@@ -160,7 +172,14 @@ test("feed CRUD: create, list (newest first), update keeps the provider, delete 
   t.is(created.status, 200);
   const feed = created.body;
   t.regex(String(feed.id), /^[0-9a-f-]{36}$/);
-  t.like(feed, { name, provider: "traccar", isEnabled: true, autoCreateDevices: false, defaultTags: "fleet", configurationJson: '{"url":"https://traccar.example"}' });
+  t.like(feed, {
+    name,
+    provider: "traccar",
+    isEnabled: true,
+    autoCreateDevices: false,
+    defaultTags: "fleet",
+    configurationJson: '{"url":"https://traccar.example"}',
+  });
   t.truthy(Date.parse(String(feed.createdAt)));
   t.is(feed.createdAt, feed.updatedAt);
 
@@ -172,11 +191,22 @@ test("feed CRUD: create, list (newest first), update keeps the provider, delete 
   t.is(list.status, 200);
   const ids = (list.body as unknown as Json[]).map((f) => f.id);
   t.true(ids.indexOf(second.id) < ids.indexOf(feed.id), "newest first");
-  t.deepEqual((list.body as unknown as Json[]).find((f) => f.id === feed.id), feed);
+  t.deepEqual(
+    (list.body as unknown as Json[]).find((f) => f.id === feed.id),
+    feed,
+  );
 
   const updated = await put(`/api/integrations/${feed.id}`, { name: "renamed", isEnabled: false, autoCreateDevices: true });
   t.is(updated.status, 200);
-  t.like(updated.body, { id: feed.id, name: "renamed", provider: "traccar", isEnabled: false, autoCreateDevices: true, defaultTags: null, configurationJson: null });
+  t.like(updated.body, {
+    id: feed.id,
+    name: "renamed",
+    provider: "traccar",
+    isEnabled: false,
+    autoCreateDevices: true,
+    defaultTags: null,
+    configurationJson: null,
+  });
   t.is(updated.body.createdAt, feed.createdAt);
   t.true(Date.parse(String(updated.body.updatedAt)) >= Date.parse(String(feed.updatedAt)));
 
@@ -204,9 +234,21 @@ test("bad feed bodies are 400 naming the field and store nothing", async (t) => 
     ["null provider", { provider: null, isEnabled: true, autoCreateDevices: true }, ["provider"]],
     ["missing isEnabled", { provider: "gps-http", autoCreateDevices: true }, ["isEnabled"]],
     ["null autoCreateDevices", { provider: "gps-http", isEnabled: true, autoCreateDevices: null }, ["autoCreateDevices"]],
-    ["invalid configurationJson", { provider: "gps-http", isEnabled: true, autoCreateDevices: true, configurationJson: '{"token": "abc",' }, ["configurationJson"]],
-    ["configurationJson not text", { provider: "gps-http", isEnabled: true, autoCreateDevices: true, configurationJson: { token: "abc" } }, ["configurationJson"]],
-    ["mask with nothing stored", { provider: "gps-http", isEnabled: true, autoCreateDevices: true, configurationJson: '{"password": "***"}' }, ["configurationJson"]],
+    [
+      "invalid configurationJson",
+      { provider: "gps-http", isEnabled: true, autoCreateDevices: true, configurationJson: '{"token": "abc",' },
+      ["configurationJson"],
+    ],
+    [
+      "configurationJson not text",
+      { provider: "gps-http", isEnabled: true, autoCreateDevices: true, configurationJson: { token: "abc" } },
+      ["configurationJson"],
+    ],
+    [
+      "mask with nothing stored",
+      { provider: "gps-http", isEnabled: true, autoCreateDevices: true, configurationJson: '{"password": "***"}' },
+      ["configurationJson"],
+    ],
     ["name too long", { provider: "gps-http", isEnabled: true, autoCreateDevices: true, name: "n".repeat(201) }, ["name"]],
   ];
   for (const [what, body, fields] of cases) {
@@ -219,7 +261,11 @@ test("bad feed bodies are 400 naming the field and store nothing", async (t) => 
   const unknown = await post("/api/integrations", cases[0]![1]);
   t.regex(unknown.text, /generic-webhook/, "the allowed providers are named");
   t.regex(unknown.text, /ble-sensors/);
-  t.is((await post("/api/integrations", { name: marker, provider: "gps-http", isEnabled: true, autoCreateDevices: true, extra: 1 })).status, 400, "unknown property");
+  t.is(
+    (await post("/api/integrations", { name: marker, provider: "gps-http", isEnabled: true, autoCreateDevices: true, extra: 1 })).status,
+    400,
+    "unknown property",
+  );
   t.is(await mesh.db!.em().count(IntegrationFeedEntity, { name: marker }), 0);
 
   const feed = await newFeed();
@@ -238,10 +284,21 @@ test("secrets are masked in create, list and update answers and in events; a mas
     accounts: [{ user: "ops", token: "tok-987-xyz" }],
   };
   const secrets = ["hunter2-pass", "key-123-abc", "tok-987-xyz"];
-  const created = await post("/api/integrations", { name: unique("secret"), provider: "generic-webhook", isEnabled: true, autoCreateDevices: true, configurationJson: JSON.stringify(config) });
+  const created = await post("/api/integrations", {
+    name: unique("secret"),
+    provider: "generic-webhook",
+    isEnabled: true,
+    autoCreateDevices: true,
+    configurationJson: JSON.stringify(config),
+  });
   t.is(created.status, 200);
   const id = String(created.body.id);
-  const masked = { url: "https://hooks.example/in", password: "***", nested: { apiKey: "***", region: "eu" }, accounts: [{ user: "ops", token: "***" }] };
+  const masked = {
+    url: "https://hooks.example/in",
+    password: "***",
+    nested: { apiKey: "***", region: "eu" },
+    accounts: [{ user: "ops", token: "***" }],
+  };
   t.deepEqual(JSON.parse(String(created.body.configurationJson)), masked);
   for (const s of secrets) t.false(created.text.includes(s), `create answer leaks ${s}`);
 
@@ -253,7 +310,11 @@ test("secrets are masked in create, list and update answers and in events; a mas
 
   // Send the answer back with a changed URL and a new token: masks keep, new values replace.
   const edited = { ...masked, url: "https://hooks.example/v2", accounts: [{ user: "ops", token: "tok-new-456" }] };
-  const updated = await put(`/api/integrations/${id}`, { isEnabled: true, autoCreateDevices: true, configurationJson: JSON.stringify(edited) });
+  const updated = await put(`/api/integrations/${id}`, {
+    isEnabled: true,
+    autoCreateDevices: true,
+    configurationJson: JSON.stringify(edited),
+  });
   t.is(updated.status, 200);
   t.deepEqual(JSON.parse(String(updated.body.configurationJson)), { ...masked, url: "https://hooks.example/v2" });
   t.false(updated.text.includes("tok-new-456"));
@@ -264,18 +325,36 @@ test("secrets are masked in create, list and update answers and in events; a mas
   });
 
   // A mask where nothing was stored is refused, and the stored configuration stays.
-  const orphan = await put(`/api/integrations/${id}`, { isEnabled: true, autoCreateDevices: true, configurationJson: '{"privateKey": "***"}' });
+  const orphan = await put(`/api/integrations/${id}`, {
+    isEnabled: true,
+    autoCreateDevices: true,
+    configurationJson: '{"privateKey": "***"}',
+  });
   t.is(orphan.status, 400);
   t.deepEqual(errorFields(orphan), ["configurationJson"]);
   t.is(JSON.parse((await storedFeed(id)).configurationJson!).password, "hunter2-pass");
 
   await del(`/api/integrations/${id}`);
   await mesh.drainOutbox();
-  await until(() => seen.some((s) => s.subject === "tracking.v1.integration_feed.deleted" && fromBinary(IntegrationFeedDeletedSchema, s.data).integrationFeed?.id === id), "the feed's deleted event");
-  const mine = seen.filter((s) => s.subject.startsWith("tracking.v1.integration_feed.")).filter((s) => {
-    const schema = s.subject.endsWith("created") ? IntegrationFeedCreatedSchema : s.subject.endsWith("updated") ? IntegrationFeedUpdatedSchema : IntegrationFeedDeletedSchema;
-    return fromBinary(schema, s.data).integrationFeed?.id === id;
-  });
+  await until(
+    () =>
+      seen.some(
+        (s) =>
+          s.subject === "tracking.v1.integration_feed.deleted" &&
+          fromBinary(IntegrationFeedDeletedSchema, s.data).integrationFeed?.id === id,
+      ),
+    "the feed's deleted event",
+  );
+  const mine = seen
+    .filter((s) => s.subject.startsWith("tracking.v1.integration_feed."))
+    .filter((s) => {
+      const schema = s.subject.endsWith("created")
+        ? IntegrationFeedCreatedSchema
+        : s.subject.endsWith("updated")
+          ? IntegrationFeedUpdatedSchema
+          : IntegrationFeedDeletedSchema;
+      return fromBinary(schema, s.data).integrationFeed?.id === id;
+    });
   t.deepEqual(
     mine.map((s) => s.subject),
     ["tracking.v1.integration_feed.created", "tracking.v1.integration_feed.updated", "tracking.v1.integration_feed.deleted"],
@@ -292,11 +371,21 @@ test("auto-create: an unknown tracker becomes a linked device with merged tags; 
   const feed = await newFeed({ provider: "owntracks", defaultTags: "fleet, north", autoCreateDevices: true });
   const tracker = unique("trk");
 
-  const first = await post(`/api/integrations/${feed.id}/observations`, fix(tracker, 0, { label: "Van 7", assetId: asset.body.id, tags: "north, van ,Fleet,", speedKmh: 40, metadata: '{"battery": 80}' }));
+  const first = await post(
+    `/api/integrations/${feed.id}/observations`,
+    fix(tracker, 0, { label: "Van 7", assetId: asset.body.id, tags: "north, van ,Fleet,", speedKmh: 40, metadata: '{"battery": 80}' }),
+  );
   t.is(first.status, 200, first.text);
   t.like(first.body, { feedId: feed.id, deviceIdentifier: `owntracks:${tracker}`, createdDevice: true, duplicate: false });
   const deviceId = String(first.body.deviceId);
-  t.like(first.body.observation as Json, { deviceId, source: "integration", latitude: 51.5, longitude: -0.12, speedKmh: 40, metadata: '{"battery": 80}' });
+  t.like(first.body.observation as Json, {
+    deviceId,
+    source: "integration",
+    latitude: 51.5,
+    longitude: -0.12,
+    speedKmh: 40,
+    metadata: '{"battery": 80}',
+  });
 
   const device = await get(`/api/devices/${deviceId}`);
   t.like(device.body, {
@@ -311,7 +400,10 @@ test("auto-create: an unknown tracker becomes a linked device with merged tags; 
   t.is(Date.parse(String(device.body.lastSeenAt)), Date.parse(at(0)));
 
   // Same tracker again, faster than its asset allows: same device, and the ingest rules apply.
-  const second = await post(`/api/integrations/${feed.id}/observations`, fix(`  ${tracker} `, 1, { label: "ignored", tags: "ignored", speedKmh: 150 }));
+  const second = await post(
+    `/api/integrations/${feed.id}/observations`,
+    fix(`  ${tracker} `, 1, { label: "ignored", tags: "ignored", speedKmh: 150 }),
+  );
   t.is(second.status, 200, second.text);
   t.like(second.body, { deviceId, createdDevice: false, duplicate: false });
   t.like((await get(`/api/devices/${deviceId}`)).body, { label: "Van 7", tags: "fleet,north,van" }, "an existing device is used as it is");
@@ -330,19 +422,37 @@ test("auto-create: an unknown tracker becomes a linked device with merged tags; 
   await mesh.drainOutbox();
   const obsIds = [(first.body.observation as Json).id, (second.body.observation as Json).id];
   await until(
-    () => eventsOf("tracking.v1.observation.recorded", (d) => fromBinary(ObservationRecordedSchema, d), (e) => e.observation?.deviceId === deviceId).length >= 2,
+    () =>
+      eventsOf(
+        "tracking.v1.observation.recorded",
+        (d) => fromBinary(ObservationRecordedSchema, d),
+        (e) => e.observation?.deviceId === deviceId,
+      ).length >= 2,
     "two observation events",
   );
-  const createdEvents = eventsOf("tracking.v1.device.created", (d) => fromBinary(DeviceCreatedSchema, d), (e) => e.device?.id === deviceId);
+  const createdEvents = eventsOf(
+    "tracking.v1.device.created",
+    (d) => fromBinary(DeviceCreatedSchema, d),
+    (e) => e.device?.id === deviceId,
+  );
   t.is(createdEvents.length, 1);
   t.is(createdEvents[0]!.device?.integrationFeedId, feed.id);
   t.deepEqual(
-    eventsOf("tracking.v1.observation.recorded", (d) => fromBinary(ObservationRecordedSchema, d), (e) => e.observation?.deviceId === deviceId).map((e) => e.observation?.id),
+    eventsOf(
+      "tracking.v1.observation.recorded",
+      (d) => fromBinary(ObservationRecordedSchema, d),
+      (e) => e.observation?.deviceId === deviceId,
+    ).map((e) => e.observation?.id),
     obsIds,
     "the duplicate published nothing",
   );
   await until(
-    () => eventsOf("tracking.v1.speed_alert.raised", (d) => fromBinary(SpeedAlertRaisedSchema, d), (e) => e.speedAlert?.deviceId === deviceId).length === 1,
+    () =>
+      eventsOf(
+        "tracking.v1.speed_alert.raised",
+        (d) => fromBinary(SpeedAlertRaisedSchema, d),
+        (e) => e.speedAlert?.deviceId === deviceId,
+      ).length === 1,
     "the speed alert event",
   );
 });
@@ -351,7 +461,10 @@ test("concurrent first fixes of one tracker create one device", async (t) => {
   const feed = await newFeed({ provider: "gps-http" });
   const tracker = unique("race");
   const answers = await Promise.all([0, 1, 2, 3].map((i) => post(`/api/integrations/${feed.id}/observations`, fix(tracker, 10 + i))));
-  t.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200]);
+  t.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200],
+  );
   t.is(new Set(answers.map((a) => a.body.deviceId)).size, 1);
   t.is(answers.filter((a) => a.body.createdDevice).length, 1);
   t.is(await mesh.db!.em().count(ObservationEntity, { deviceId: String(answers[0]!.body.deviceId) }), 4);
@@ -396,7 +509,10 @@ test("refusals: disabled feed 422, unknown feed 404, bad feed id 400, missing or
     t.is(res.type, "application/problem+json", what);
     if (fields.length) t.deepEqual(errorFields(res), fields, `${what}: ${res.text}`);
   }
-  const noBody = await fetch(`${base}/api/integrations/${enabled.id}/observations`, { method: "POST", headers: { "content-type": "application/json" } });
+  const noBody = await fetch(`${base}/api/integrations/${enabled.id}/observations`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+  });
   t.is(noBody.status, 400);
   t.is(await deviceByIdentifier(`gps-http:${tracker}`), null, "no refused call created the device");
 
@@ -409,7 +525,10 @@ test("deleting a feed keeps its devices and their history, unlinked, each with a
   const feed = await newFeed({ provider: "home-assistant" });
   const a = await post(`/api/integrations/${feed.id}/observations`, fix(unique("ha"), 0));
   const b = await post(`/api/integrations/${feed.id}/observations`, fix(unique("ha"), 0));
-  await post(`/api/integrations/${feed.id}/observations`, fix(String((a.body.deviceIdentifier as string).slice("home-assistant:".length)), 1));
+  await post(
+    `/api/integrations/${feed.id}/observations`,
+    fix(String((a.body.deviceIdentifier as string).slice("home-assistant:".length)), 1),
+  );
   const deviceIds = [String(a.body.deviceId), String(b.body.deviceId)];
 
   const deleted = await del(`/api/integrations/${feed.id}`);
@@ -427,14 +546,34 @@ test("deleting a feed keeps its devices and their history, unlinked, each with a
 
   await mesh.drainOutbox();
   await until(
-    () => deviceIds.every((id) => eventsOf("tracking.v1.device.updated", (d) => fromBinary(DeviceUpdatedSchema, d), (e) => e.device?.id === id).length > 0),
+    () =>
+      deviceIds.every(
+        (id) =>
+          eventsOf(
+            "tracking.v1.device.updated",
+            (d) => fromBinary(DeviceUpdatedSchema, d),
+            (e) => e.device?.id === id,
+          ).length > 0,
+      ),
     "device.updated for both devices",
   );
   for (const id of deviceIds) {
-    const [update] = eventsOf("tracking.v1.device.updated", (d) => fromBinary(DeviceUpdatedSchema, d), (e) => e.device?.id === id);
+    const [update] = eventsOf(
+      "tracking.v1.device.updated",
+      (d) => fromBinary(DeviceUpdatedSchema, d),
+      (e) => e.device?.id === id,
+    );
     t.is(update!.device?.integrationFeedId, undefined);
   }
-  await until(() => eventsOf("tracking.v1.integration_feed.deleted", (d) => fromBinary(IntegrationFeedDeletedSchema, d), (e) => e.integrationFeed?.id === feed.id).length === 1, "the feed's deleted event");
+  await until(
+    () =>
+      eventsOf(
+        "tracking.v1.integration_feed.deleted",
+        (d) => fromBinary(IntegrationFeedDeletedSchema, d),
+        (e) => e.integrationFeed?.id === feed.id,
+      ).length === 1,
+    "the feed's deleted event",
+  );
   t.is((await post(`/api/integrations/${feed.id}/observations`, fix("x", 5))).status, 404);
 });
 

@@ -62,7 +62,13 @@ async function newDevice(body: Json = {}) {
 const start = Date.now() - 6 * 60 * 60 * 1000;
 const timeline = () => (minutes: number) => new Date(start + minutes * 60_000).toISOString();
 
-const obs = (deviceId: string, observedAt: string, extra: Json = {}) => ({ deviceId, observedAt, latitude: 52.37, longitude: 4.89, ...extra });
+const obs = (deviceId: string, observedAt: string, extra: Json = {}) => ({
+  deviceId,
+  observedAt,
+  latitude: 52.37,
+  longitude: 4.89,
+  ...extra,
+});
 
 async function speedAlertsOf(deviceId: string) {
   return mesh.db!.em().find(SpeedAlertEntity, { deviceId }, { orderBy: { occurredAt: "asc" } });
@@ -82,7 +88,10 @@ async function until(predicate: () => boolean | Promise<boolean>, what: string) 
 test("POST /api/observations records one and answers 200 with every property; the device's lastSeenAt follows", async (t) => {
   const device = await newDevice();
   const at = timeline();
-  const res = await post("/api/observations", obs(device.id, at(0), { altitude: 12.5, accuracyMeters: 8, speedKmh: 42, headingDegrees: 270, metadata: '{"battery":80}' }));
+  const res = await post(
+    "/api/observations",
+    obs(device.id, at(0), { altitude: 12.5, accuracyMeters: 8, speedKmh: 42, headingDegrees: 270, metadata: '{"battery":80}' }),
+  );
   t.is(res.status, 200);
   t.regex(res.type, /^application\/json/);
   t.regex(String(res.body.id), /^[0-9a-f-]{36}$/);
@@ -133,7 +142,10 @@ test("refusals: 400 for shape, 422 for impossible values, 404 for an unknown dev
     t.is(res.status, status, what);
     t.is(res.type, "application/problem+json", what);
     t.like(res.body, { status }, what);
-    t.true(Array.isArray((res.body.errors as Record<string, unknown> | undefined)?.[field]), `${what}: errors names ${field}: ${JSON.stringify(res.body)}`);
+    t.true(
+      Array.isArray((res.body.errors as Record<string, unknown> | undefined)?.[field]),
+      `${what}: errors names ${field}: ${JSON.stringify(res.body)}`,
+    );
   }
   const noBody = await fetch(`${base}/api/observations`, { method: "POST", headers: { "content-type": "application/json" } });
   t.is(noBody.status, 400);
@@ -178,7 +190,12 @@ test("a duplicate (same device, same observedAt) answers the first and creates n
   const at = timeline();
   const first = await post("/api/observations", obs(device.id, at(0), { speedKmh: 150 }));
   const again = await post("/api/observations", obs(device.id, at(0), { speedKmh: 190, latitude: 50 }));
-  const viaIngest = await post("/api/observations/ingest", { deviceIdentifier: device.identifier, observedAt: at(0), latitude: 1, longitude: 1 });
+  const viaIngest = await post("/api/observations/ingest", {
+    deviceIdentifier: device.identifier,
+    observedAt: at(0),
+    latitude: 1,
+    longitude: 1,
+  });
   t.is(again.status, 200);
   t.deepEqual(again.body, first.body, "the stored observation, not the new body");
   t.deepEqual(viaIngest.body, first.body);
@@ -186,8 +203,19 @@ test("a duplicate (same device, same observedAt) answers the first and creates n
   t.is((await speedAlertsOf(device.id)).length, 1, "one alert, from the first");
 
   await mesh.drainOutbox();
-  await until(() => seen.some((m) => m.subject === "tracking.v1.observation.recorded" && fromBinary(ObservationRecordedSchema, m.data).observation?.id === first.body.id), "the recorded event");
-  const recorded = seen.filter((m) => m.subject === "tracking.v1.observation.recorded" && fromBinary(ObservationRecordedSchema, m.data).observation?.deviceId === device.id);
+  await until(
+    () =>
+      seen.some(
+        (m) =>
+          m.subject === "tracking.v1.observation.recorded" &&
+          fromBinary(ObservationRecordedSchema, m.data).observation?.id === first.body.id,
+      ),
+    "the recorded event",
+  );
+  const recorded = seen.filter(
+    (m) =>
+      m.subject === "tracking.v1.observation.recorded" && fromBinary(ObservationRecordedSchema, m.data).observation?.deviceId === device.id,
+  );
   t.is(recorded.length, 1, "duplicates publish nothing");
 });
 
@@ -195,8 +223,13 @@ test("concurrent duplicates: every caller gets the same stored observation, one 
   const device = await newDevice();
   const at = timeline();
   const body = obs(device.id, at(0), { speedKmh: 180 });
-  const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post(i % 2 ? "/api/observations" : "/api/observations/ingest", body)));
-  t.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+  const answers = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => post(i % 2 ? "/api/observations" : "/api/observations/ingest", body)),
+  );
+  t.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200, 200, 200],
+  );
   t.is(new Set(answers.map((a) => a.body.id)).size, 1);
   t.is(await observationCount(device.id), 1);
   t.is((await speedAlertsOf(device.id)).length, 1);
@@ -230,18 +263,24 @@ test("latest-positions: one per device with its newest fix and the device and as
   t.true(Array.isArray(res.body));
   const mine = res.body.filter((p) => [withAsset.id, bare.id, silent.id].includes(String(p.deviceId)));
   t.is(mine.length, 2, "a device without observations has no position");
-  t.like(mine.find((p) => p.deviceId === withAsset.id), {
-    deviceIdentifier: withAsset.identifier,
-    deviceLabel: "Cab",
-    assetId: asset.id,
-    assetName: asset.name,
-    observedAt: at(2),
-    latitude: 52.2,
-    longitude: 4.89,
-    speedKmh: 33,
-    headingDegrees: 90,
-  });
-  t.like(mine.find((p) => p.deviceId === bare.id), { deviceIdentifier: bare.identifier, assetId: null, assetName: null });
+  t.like(
+    mine.find((p) => p.deviceId === withAsset.id),
+    {
+      deviceIdentifier: withAsset.identifier,
+      deviceLabel: "Cab",
+      assetId: asset.id,
+      assetName: asset.name,
+      observedAt: at(2),
+      latitude: 52.2,
+      longitude: 4.89,
+      speedKmh: 33,
+      headingDegrees: 90,
+    },
+  );
+  t.like(
+    mine.find((p) => p.deviceId === bare.id),
+    { deviceIdentifier: bare.identifier, assetId: null, assetName: null },
+  );
   const ids = res.body.map((p) => p.deviceId);
   t.is(new Set(ids).size, ids.length, "one entry per device");
 });
@@ -250,15 +289,22 @@ test("latest-positions: one per device with its newest fix and the device and as
 test.serial("list: newest first, paged { items, totalCount, page, pageSize }; bad paging is 400", async (t) => {
   const device = await newDevice();
   // Newer than anything else in this file, so they lead the list.
-  for (let i = 0; i < 5; i++) await post("/api/observations", obs(device.id, new Date(Date.now() - 60_000 + i * 1000).toISOString(), { latitude: 50 + i }));
+  for (let i = 0; i < 5; i++)
+    await post("/api/observations", obs(device.id, new Date(Date.now() - 60_000 + i * 1000).toISOString(), { latitude: 50 + i }));
   const first = await get("/api/observations?page=1&pageSize=2");
   t.is(first.status, 200);
   t.like(first.body, { page: 1, pageSize: 2 });
   const total = Number(first.body.totalCount);
-  t.is(total, (await mesh.db!.em().count(ObservationEntity, {})));
-  t.deepEqual((first.body.items as Json[]).map((o) => o.latitude), [54, 53]);
+  t.is(total, await mesh.db!.em().count(ObservationEntity, {}));
+  t.deepEqual(
+    (first.body.items as Json[]).map((o) => o.latitude),
+    [54, 53],
+  );
   const second = await get("/api/observations?page=2&pageSize=2");
-  t.deepEqual((second.body.items as Json[]).map((o) => o.latitude), [52, 51]);
+  t.deepEqual(
+    (second.body.items as Json[]).map((o) => o.latitude),
+    [52, 51],
+  );
   const beyond = await get(`/api/observations?page=${total + 1}&pageSize=1`);
   t.deepEqual(beyond.body.items, []);
   const defaults = await get("/api/observations");
@@ -328,17 +374,27 @@ test("events: observation.recorded and speed_alert.raised, protobuf payloads wit
   const res = await post("/api/observations", obs(device.id, at(0), { speedKmh: 150 }));
   await mesh.drainOutbox();
   const isMine = (m: BusMessage) =>
-    (m.subject === "tracking.v1.observation.recorded" && fromBinary(ObservationRecordedSchema, m.data).observation?.deviceId === device.id) ||
+    (m.subject === "tracking.v1.observation.recorded" &&
+      fromBinary(ObservationRecordedSchema, m.data).observation?.deviceId === device.id) ||
     (m.subject === "tracking.v1.speed_alert.raised" && fromBinary(SpeedAlertRaisedSchema, m.data).speedAlert?.deviceId === device.id);
   await until(() => seen.filter(isMine).length >= 2, "two events");
   const mine = seen.filter(isMine);
-  t.deepEqual(mine.map((m) => m.subject), ["tracking.v1.observation.recorded", "tracking.v1.speed_alert.raised"]);
+  t.deepEqual(
+    mine.map((m) => m.subject),
+    ["tracking.v1.observation.recorded", "tracking.v1.speed_alert.raised"],
+  );
   const recorded = fromBinary(ObservationRecordedSchema, mine[0]!.data);
   t.is(recorded.observation?.id, String(res.body.id));
   t.is(recorded.observation?.speedKmh, 150);
   t.is(mine[0]!.id, recorded.eventId);
   const raised = fromBinary(SpeedAlertRaisedSchema, mine[1]!.data);
-  t.like(raised.speedAlert, { deviceId: device.id, deviceIdentifier: device.identifier, observationId: String(res.body.id), speedKmh: 150, thresholdKmh: 120 });
+  t.like(raised.speedAlert, {
+    deviceId: device.id,
+    deviceIdentifier: device.identifier,
+    observationId: String(res.body.id),
+    speedKmh: 150,
+    thresholdKmh: 120,
+  });
 });
 
 const grpc = () => createClient(ObservationService, createGrpcTransport({ baseUrl: mesh.serviceUrl }));
@@ -393,23 +449,39 @@ test("gRPC StreamIngestObservations: a client stream across several chunks, in o
     for (let i = 0; i < count; i++) {
       const device = devices[i % devices.length]!;
       if (i === 700) yield input({ deviceId: device.id, observedAt: at(0), latitude: 200, longitude: 4.8 });
-      else yield input({ deviceId: device.id, observedAt: at(i / 60), latitude: 52 + i / 10_000, longitude: 4.8, speedKmh: i % 100 === 0 ? 130 : 60 });
+      else
+        yield input({
+          deviceId: device.id,
+          observedAt: at(i / 60),
+          latitude: 52 + i / 10_000,
+          longitude: 4.8,
+          speedKmh: i % 100 === 0 ? 130 : 60,
+        });
     }
   }
   const res = await grpc().streamIngestObservations(stream());
   t.is(res.accepted, count - 1);
   t.is(res.duplicates, 0);
-  t.deepEqual(res.rejected.map((r) => [r.index, r.field]), [[700, "latitude"]]);
+  t.deepEqual(
+    res.rejected.map((r) => [r.index, r.field]),
+    [[700, "latitude"]],
+  );
   // 130 km/h at every 100th item (item i is i seconds in, device i % 3): the first device at 0, 5,
   // 10, 15, 20 minutes (5 alerts, each exactly one cooldown apart), the second at 1.7, 6.7, 16.7
   // (item 700 was refused; 3 alerts), the third at 3.3, 8.3, 13.3, 18.3 (4 alerts).
   const alerts = await Promise.all(devices.map((d) => speedAlertsOf(d.id)));
-  t.deepEqual(alerts.map((a) => a.length), [5, 3, 4]);
+  t.deepEqual(
+    alerts.map((a) => a.length),
+    [5, 3, 4],
+  );
   t.is(res.speedAlertsRaised, 12);
   for (const device of devices) {
     const latest = await get(`/api/observations/latest/${device.id}`);
     t.is(latest.status, 200);
     t.is((await get(`/api/devices/${device.id}`)).body.lastSeenAt, latest.body.observedAt);
   }
-  t.is((await observationCount(devices[0]!.id)) + (await observationCount(devices[1]!.id)) + (await observationCount(devices[2]!.id)), count - 1);
+  t.is(
+    (await observationCount(devices[0]!.id)) + (await observationCount(devices[1]!.id)) + (await observationCount(devices[2]!.id)),
+    count - 1,
+  );
 });

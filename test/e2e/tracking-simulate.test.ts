@@ -138,7 +138,9 @@ test("preset 0 NormalRoute: 10 observations, no alert; the default device is cre
   );
   const startsAgo = Date.now() - times[0]!;
   t.true(startsAgo >= 9 * 60_000 && startsAgo <= 11 * 60_000, "the run starts 10 minutes ago");
-  const sources = await sql<{ source: string }>(`select distinct "source" from "tracking_observation" where "device_id" = ?`, [answer.deviceId]);
+  const sources = await sql<{ source: string }>(`select distinct "source" from "tracking_observation" where "device_id" = ?`, [
+    answer.deviceId,
+  ]);
   t.deepEqual(sources, [{ source: "simulation" }]);
 });
 

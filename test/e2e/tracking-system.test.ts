@@ -112,7 +112,9 @@ test.serial("the demo data: two vans and a depot, three linked trackers, the Cit
 
 test.serial("reset re-creates only seeded rows (new ids), keeps user data and publishes every change", async (t) => {
   const old = await seededIds();
-  const [alpha] = await sql<{ id: string; asset_id: string }>(`select "id", "asset_id" from "tracking_device" where "identifier" = 'demo-van-alpha'`);
+  const [alpha] = await sql<{ id: string; asset_id: string }>(
+    `select "id", "asset_id" from "tracking_device" where "identifier" = 'demo-van-alpha'`,
+  );
 
   // User data: an asset, a device tracking a *seeded* asset, a fence, and an observation of a seeded device.
   const userAsset = (await (await post("/api/assets", { name: "user asset" })).json()) as Json;
@@ -142,7 +144,10 @@ test.serial("reset re-creates only seeded rows (new ids), keeps user data and pu
   t.is(now.devices.length, 3);
   t.is(now.geofences.length, 2);
   for (const kind of ["assets", "devices", "geofences"] as const) {
-    t.false(now[kind].some((id) => old[kind].includes(id)), `${kind}: every seeded row is new`);
+    t.false(
+      now[kind].some((id) => old[kind].includes(id)),
+      `${kind}: every seeded row is new`,
+    );
   }
 
   t.is((await fetch(`${base}/api/assets/${String(userAsset.id)}`)).status, 200, "the user asset survives");
@@ -150,7 +155,11 @@ test.serial("reset re-creates only seeded rows (new ids), keeps user data and pu
   t.is(device.status, 200, "the user device survives");
   t.is(device.body.assetId, null, "its link to the wiped demo asset is cleared");
   t.is((await sql(`select 1 from "tracking_geofence" where "id" = ?`, [userFenceId])).length, 1, "the user fence survives");
-  t.is((await sql(`select 1 from "tracking_observation" where "device_id" = ?`, [alpha!.id])).length, 0, "the wiped device's observations go with it");
+  t.is(
+    (await sql(`select 1 from "tracking_observation" where "device_id" = ?`, [alpha!.id])).length,
+    0,
+    "the wiped device's observations go with it",
+  );
 
   await mesh.drainOutbox();
   // On real NATS every test process shares the TRACKING stream: keep only this database's rows.
@@ -171,7 +180,11 @@ test.serial("reset re-creates only seeded rows (new ids), keeps user data and pu
     return seen
       .filter((m) => m.subject === subject)
       .map((m) => {
-        const event = fromBinary(schema, m.data) as unknown as { asset?: { id: string }; device?: { id: string }; geofence?: { id: string } };
+        const event = fromBinary(schema, m.data) as unknown as {
+          asset?: { id: string };
+          device?: { id: string };
+          geofence?: { id: string };
+        };
         return (event.asset ?? event.device ?? event.geofence)!.id;
       })
       .filter((id) => ours.has(id))
@@ -205,10 +218,10 @@ test.serial("a reset leaves a demo identifier that a user device has taken meanw
 test.serial("the alert summary counts open, total and last-24-hour breaches and speed alerts", async (t) => {
   const before = (await getJson("/api/alerts/summary")).body;
   const deviceId = randomUUID();
-  await sql(
-    `insert into "tracking_device" ("id", "identifier", "created_at", "updated_at") values (?, ?, now(), now())`,
-    [deviceId, `summary-${deviceId}`],
-  );
+  await sql(`insert into "tracking_device" ("id", "identifier", "created_at", "updated_at") values (?, ?, now(), now())`, [
+    deviceId,
+    `summary-${deviceId}`,
+  ]);
   const breach = (occurred: string, acknowledged: boolean) =>
     sql(
       `insert into "tracking_geofence_breach" ("id", "device_id", "observation_id", "geofence_id", "breach_event_type", "latitude", "longitude", "occurred_at", "acknowledged", "created_at")
@@ -230,7 +243,10 @@ test.serial("the alert summary counts open, total and last-24-hour breaches and 
   const res = await getJson("/api/alerts/summary");
   t.is(res.status, 200);
   const delta = (key: string) => Number(res.body[key]) - Number(before[key]);
-  t.true(Object.values(res.body).every((v) => typeof v === "number"), "counts are JSON numbers");
+  t.true(
+    Object.values(res.body).every((v) => typeof v === "number"),
+    "counts are JSON numbers",
+  );
   t.is(delta("openBreaches"), 2);
   t.is(delta("totalBreaches"), 3);
   t.is(delta("breachesLast24h"), 2);

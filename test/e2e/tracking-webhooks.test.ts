@@ -16,7 +16,8 @@ import { createTestDatabaseUrl } from "../../services/runtime/database/index.js"
 import { realInfra } from "../../services/runtime/testing/index.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: JSON bodies read loosely in assertions
+type Json = Record<string, any>;
 
 const secret = `whsec_${randomBytes(24).toString("base64")}`;
 const verifier = new Webhook(secret);
@@ -48,7 +49,13 @@ class Receiver {
       const path = req.url ?? "/";
       const nth = this.requests.filter((r) => r.path === path).length + 1;
       const answer = (this.behaviours.get(path) ?? okay)(nth);
-      this.requests.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now(), status: answer.status });
+      this.requests.push({
+        path,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+        at: Date.now(),
+        status: answer.status,
+      });
       setTimeout(() => {
         if (res.destroyed) return;
         res.writeHead(answer.status, { "content-type": "text/plain", ...answer.headers });
@@ -245,7 +252,11 @@ test.serial("a real speed alert and a real breach arrive signed, with the alert 
   const breach = all.find((p) => p.type === "geofence_breach");
   t.truthy(speed, "a speed_alert delivery");
   t.truthy(breach, "a geofence_breach delivery");
-  t.deepEqual(receiver.at("/breaches").map((r) => verified(r).type), ["geofence_breach"], "an endpoint gets only the types it lists");
+  t.deepEqual(
+    receiver.at("/breaches").map((r) => verified(r).type),
+    ["geofence_breach"],
+    "an endpoint gets only the types it lists",
+  );
   t.regex(speed!.timestamp, iso);
 
   // data is exactly what the REST lists answer for the same alert.
@@ -261,7 +272,9 @@ test.serial("a real speed alert and a real breach arrive signed, with the alert 
     t.regex(String(r.headers["webhook-signature"]), /^v1,[A-Za-z0-9+/]+=*$/);
     t.is(r.headers["content-type"], "application/json");
   }
-  const breachIds = new Set(receiver.requests.filter((r) => JSON.parse(r.body).type === "geofence_breach").map((r) => r.headers["webhook-id"]));
+  const breachIds = new Set(
+    receiver.requests.filter((r) => JSON.parse(r.body).type === "geofence_breach").map((r) => r.headers["webhook-id"]),
+  );
   t.is(breachIds.size, 1, "one event has one webhook-id, whichever endpoint receives it");
 
   const logged = await until("three logged attempts", async () => {
@@ -274,66 +287,98 @@ test.serial("a real speed alert and a real breach arrive signed, with the alert 
   t.deepEqual(distinct(logged.map((a) => a.endpoint)), distinct([receiver.url("/all"), receiver.url("/breaches")]));
 });
 
-test.serial("retries: 500 until success with one webhook-id, 429 waits for Retry-After, a timeout is retried, 503 gives up after MaxAttempts", async (t) => {
-  const receiver = await startReceiver(t);
-  receiver
-    .on("/flaky", (n) => ({ status: n <= 2 ? 500 : 200 }))
-    .on("/limited", (n) => (n === 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 }))
-    .on("/down", () => ({ status: 503 }))
-    // Answers the first request only after the 1 s timeout has given up on it.
-    .on("/slow", (n) => ({ status: 200, delayMs: n === 1 ? 3_000 : 0 }));
-  const mesh = await startWebhookMesh(t, {
-    endpoints: [{ url: receiver.url("/flaky") }, { url: receiver.url("/limited") }, { url: receiver.url("/down") }, { url: receiver.url("/slow") }],
-    flags: ["--Webhooks:MaxAttempts=3", "--Webhooks:TimeoutSeconds=1"],
-  });
-  await fireTest(mesh);
-  await until("every delivery finished", async () => {
-    const status = await ok(mesh, "GET", "/api/webhooks/status");
-    return receiver.requests.length >= 9 && status.retryQueueDepth === 0;
-  });
+test.serial(
+  "retries: 500 until success with one webhook-id, 429 waits for Retry-After, a timeout is retried, 503 gives up after MaxAttempts",
+  async (t) => {
+    const receiver = await startReceiver(t);
+    receiver
+      .on("/flaky", (n) => ({ status: n <= 2 ? 500 : 200 }))
+      .on("/limited", (n) => (n === 1 ? { status: 429, headers: { "retry-after": "1" } } : { status: 200 }))
+      .on("/down", () => ({ status: 503 }))
+      // Answers the first request only after the 1 s timeout has given up on it.
+      .on("/slow", (n) => ({ status: 200, delayMs: n === 1 ? 3_000 : 0 }));
+    const mesh = await startWebhookMesh(t, {
+      endpoints: [
+        { url: receiver.url("/flaky") },
+        { url: receiver.url("/limited") },
+        { url: receiver.url("/down") },
+        { url: receiver.url("/slow") },
+      ],
+      flags: ["--Webhooks:MaxAttempts=3", "--Webhooks:TimeoutSeconds=1"],
+    });
+    await fireTest(mesh);
+    await until("every delivery finished", async () => {
+      const status = await ok(mesh, "GET", "/api/webhooks/status");
+      return receiver.requests.length >= 9 && status.retryQueueDepth === 0;
+    });
 
-  // 500, 500, 200: three attempts of one event, one webhook-id, each signed for its own timestamp.
-  const flaky = receiver.at("/flaky");
-  t.deepEqual(flaky.map((r) => r.status), [500, 500, 200]);
-  t.is(new Set(flaky.map((r) => r.headers["webhook-id"])).size, 1);
-  for (const r of flaky) t.is(verified(r).type, "speed_alert");
+    // 500, 500, 200: three attempts of one event, one webhook-id, each signed for its own timestamp.
+    const flaky = receiver.at("/flaky");
+    t.deepEqual(
+      flaky.map((r) => r.status),
+      [500, 500, 200],
+    );
+    t.is(new Set(flaky.map((r) => r.headers["webhook-id"])).size, 1);
+    for (const r of flaky) t.is(verified(r).type, "speed_alert");
 
-  // 429 with Retry-After: 1 — backoff alone would have retried within 200 ms.
-  const limited = receiver.at("/limited");
-  t.deepEqual(limited.map((r) => r.status), [429, 200]);
-  t.true(limited[1]!.at - limited[0]!.at >= 900, `retried ${limited[1]!.at - limited[0]!.at} ms after the 429`);
+    // 429 with Retry-After: 1 — backoff alone would have retried within 200 ms.
+    const limited = receiver.at("/limited");
+    t.deepEqual(
+      limited.map((r) => r.status),
+      [429, 200],
+    );
+    t.true(limited[1]!.at - limited[0]!.at >= 900, `retried ${limited[1]!.at - limited[0]!.at} ms after the 429`);
 
-  // 503 every time: MaxAttempts=3 attempts, then failed for good.
-  t.deepEqual(receiver.at("/down").map((r) => r.status), [503, 503, 503]);
+    // 503 every time: MaxAttempts=3 attempts, then failed for good.
+    t.deepEqual(
+      receiver.at("/down").map((r) => r.status),
+      [503, 503, 503],
+    );
 
-  const log = await attempts(mesh);
-  const of = (path: string) => log.filter((a) => a.endpoint === receiver.url(path));
-  t.deepEqual(
-    of("/flaky").map((a) => [a.attemptNumber, a.success, a.httpStatusCode, a.error]),
-    [
-      [3, true, 200, null],
-      [2, false, 500, "HTTP 500"],
-      [1, false, 500, "HTTP 500"],
-    ],
-    "newest first, every attempt logged",
-  );
-  t.deepEqual(of("/limited").map((a) => [a.attemptNumber, a.httpStatusCode]), [[2, 200], [1, 429]]);
-  const down = of("/down");
-  t.deepEqual(down.map((a) => a.attemptNumber), [3, 2, 1]);
-  t.regex(down[0]!.error, /HTTP 503; gave up after 3 attempts/);
-  // No answer within TimeoutSeconds: logged without a status, retried, then delivered.
-  t.deepEqual(of("/slow").map((a) => [a.attemptNumber, a.success, a.httpStatusCode, a.error]), [
-    [2, true, 200, null],
-    [1, false, null, "timed out after 1 s"],
-  ]);
-  t.true(log.every((a) => a.correlationId === flaky[0]!.headers["webhook-id"]));
-});
+    const log = await attempts(mesh);
+    const of = (path: string) => log.filter((a) => a.endpoint === receiver.url(path));
+    t.deepEqual(
+      of("/flaky").map((a) => [a.attemptNumber, a.success, a.httpStatusCode, a.error]),
+      [
+        [3, true, 200, null],
+        [2, false, 500, "HTTP 500"],
+        [1, false, 500, "HTTP 500"],
+      ],
+      "newest first, every attempt logged",
+    );
+    t.deepEqual(
+      of("/limited").map((a) => [a.attemptNumber, a.httpStatusCode]),
+      [
+        [2, 200],
+        [1, 429],
+      ],
+    );
+    const down = of("/down");
+    t.deepEqual(
+      down.map((a) => a.attemptNumber),
+      [3, 2, 1],
+    );
+    t.regex(down[0]!.error, /HTTP 503; gave up after 3 attempts/);
+    // No answer within TimeoutSeconds: logged without a status, retried, then delivered.
+    t.deepEqual(
+      of("/slow").map((a) => [a.attemptNumber, a.success, a.httpStatusCode, a.error]),
+      [
+        [2, true, 200, null],
+        [1, false, null, "timed out after 1 s"],
+      ],
+    );
+    t.true(log.every((a) => a.correlationId === flaky[0]!.headers["webhook-id"]));
+  },
+);
 
 test.serial("410 Gone disables the endpoint for good; signing off sends unsigned deliveries", async (t) => {
   const receiver = await startReceiver(t);
   receiver.on("/gone", () => ({ status: 410 }));
   const mesh = await startWebhookMesh(t, {
-    endpoints: [{ url: receiver.url("/gone"), secret: null }, { url: receiver.url("/ok"), secret: null }],
+    endpoints: [
+      { url: receiver.url("/gone"), secret: null },
+      { url: receiver.url("/ok"), secret: null },
+    ],
     flags: ["--Webhooks:SigningEnabled=false"],
   });
   await fireTest(mesh);
@@ -344,7 +389,10 @@ test.serial("410 Gone disables the endpoint for good; signing off sends unsigned
   t.deepEqual(status.disabledEndpoints, [receiver.url("/gone")]);
   t.false(status.signingEnabled);
   const gone = (await attempts(mesh)).filter((a) => a.endpoint === receiver.url("/gone"));
-  t.deepEqual(gone.map((a) => [a.attemptNumber, a.success, a.httpStatusCode]), [[1, false, 410]]);
+  t.deepEqual(
+    gone.map((a) => [a.attemptNumber, a.success, a.httpStatusCode]),
+    [[1, false, 410]],
+  );
   t.regex(gone[0]!.error, /410 Gone/);
 
   // A later event goes to /ok only; /gone is not attempted, and no delivery is even queued for it.
@@ -352,14 +400,16 @@ test.serial("410 Gone disables the endpoint for good; signing off sends unsigned
   t.true(second.fired);
   await until("the second delivery to /ok", () => receiver.at("/ok").length === 2);
   t.is(receiver.at("/gone").length, 1);
-  const [queued] = await mesh.db!.em().execute<{ n: string }[]>(
-    `select count(*) as n from tracking_webhook_delivery where endpoint = ?`,
-    [receiver.url("/gone")],
-  );
+  const [queued] = await mesh
+    .db!.em()
+    .execute<{ n: string }[]>(`select count(*) as n from tracking_webhook_delivery where endpoint = ?`, [receiver.url("/gone")]);
   t.is(Number(queued!.n), 1, "only the first event's delivery exists for /gone");
   // The receiver can answer before the dispatcher records the answer: wait for the record, and
   // then nothing is left to retry (a delivery queued for /gone would keep it above zero).
-  await until("the second delivery recorded", async () => (await attempts(mesh)).filter((a) => a.endpoint === receiver.url("/ok")).length === 2);
+  await until(
+    "the second delivery recorded",
+    async () => (await attempts(mesh)).filter((a) => a.endpoint === receiver.url("/ok")).length === 2,
+  );
   t.is((await ok(mesh, "GET", "/api/webhooks/status")).retryQueueDepth, 0);
 
   // Unsigned: id and timestamp for dedupe, no signature.
@@ -410,7 +460,11 @@ test.serial("a restart in the middle of a retry schedule loses nothing", async (
     return items.some((a) => a.success) && items;
   });
   const numbers = log.map((a) => a.attemptNumber).reverse();
-  t.deepEqual(numbers, numbers.map((_, i) => i + 1), "attempt numbers run on across the restart");
+  t.deepEqual(
+    numbers,
+    numbers.map((_, i) => i + 1),
+    "attempt numbers run on across the restart",
+  );
   t.true(log[0]!.success);
   t.true(log.slice(1).every((a) => !a.success && a.httpStatusCode === 500));
   t.true(received.length >= log.length, "every logged attempt reached the receiver");
@@ -466,7 +520,10 @@ test.serial("delivery log filters and paging, status figures, and the test endpo
   t.is(bogus.status, 400);
   t.regex(JSON.stringify(bogus.body.errors), /speed_alert, geofence_breach/);
 
-  await until("four attempts", async () => (await attempts(mesh)).length === 4 && (await ok(mesh, "GET", "/api/webhooks/status")).retryQueueDepth === 0);
+  await until(
+    "four attempts",
+    async () => (await attempts(mesh)).length === 4 && (await ok(mesh, "GET", "/api/webhooks/status")).retryQueueDepth === 0,
+  );
   for (const r of receiver.requests) t.is(verified(r).data.deviceIdentifier, "webhook-test");
   t.deepEqual(receiver.requests.map((r) => verified(r).type).sort(), ["geofence_breach", "geofence_breach", "speed_alert", "speed_alert"]);
 
@@ -487,14 +544,20 @@ test.serial("delivery log filters and paging, status figures, and the test endpo
     "success",
   ]);
   const times = (page.items as Json[]).map((a) => Date.parse(a.createdAt));
-  t.deepEqual(times, [...times].sort((a, b) => b - a), "newest first");
+  t.deepEqual(
+    times,
+    [...times].sort((a, b) => b - a),
+    "newest first",
+  );
 
   const successes = await ok(mesh, "GET", "/api/webhooks/deliveries?success=true");
   t.is(successes.totalCount, 2);
   t.true((successes.items as Json[]).every((a) => a.success && a.endpoint === receiver.url("/ok")));
   const failures = await ok(mesh, "GET", "/api/webhooks/deliveries?success=false");
   t.is(failures.totalCount, 2);
-  t.true((failures.items as Json[]).every((a) => !a.success && a.httpStatusCode === 400 && a.error === "HTTP 400" && a.attemptNumber === 1));
+  t.true(
+    (failures.items as Json[]).every((a) => !a.success && a.httpStatusCode === 400 && a.error === "HTTP 400" && a.attemptNumber === 1),
+  );
   const breaches = await ok(mesh, "GET", "/api/webhooks/deliveries?eventType=geofence_breach");
   t.is(breaches.totalCount, 2);
   t.true((breaches.items as Json[]).every((a) => a.eventType === "geofence_breach"));
@@ -530,8 +593,15 @@ test.serial("without endpoints nothing is configured, fired or recorded", async 
   const mesh = await startWebhookMesh(t, { endpoints: [] });
   const fired = await ok(mesh, "POST", "/api/webhooks/test", { eventType: "geofence_breach" });
   t.like(fired, { fired: false, configured: false, eventType: "geofence_breach" });
-  t.like(await ok(mesh, "GET", "/api/webhooks/status"), { configured: false, endpointCount: 0, last24hDeliveries: 0, signingEnabled: true });
-  const [row] = await mesh.db!.em().execute<{ n: string }[]>(`select count(*) as n from outbox_event where subject = 'tracking.v1.webhook.test_requested'`);
+  t.like(await ok(mesh, "GET", "/api/webhooks/status"), {
+    configured: false,
+    endpointCount: 0,
+    last24hDeliveries: 0,
+    signingEnabled: true,
+  });
+  const [row] = await mesh
+    .db!.em()
+    .execute<{ n: string }[]>(`select count(*) as n from outbox_event where subject = 'tracking.v1.webhook.test_requested'`);
   t.is(Number(row!.n), 0);
 });
 

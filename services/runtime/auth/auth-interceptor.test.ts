@@ -247,10 +247,18 @@ function serviceWithPolicy(kind: AuthKind, role: string): DescService {
 function probeClient(service: DescService, interceptor: Interceptor) {
   const seen: Identity[] = [];
   const transport = createRouterTransport((router) => {
-    router.service(service, { ping: () => (seen.push(currentIdentity()), {}) } as never, { interceptors: [interceptor] });
+    router.service(
+      service,
+      {
+        ping: () => {
+          seen.push(currentIdentity());
+          return {};
+        },
+      } as never,
+      { interceptors: [interceptor] },
+    );
   });
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const client = createClient(service, transport) as any as { ping(req: object, opts?: object): Promise<unknown> };
+  const client = createClient(service, transport) as unknown as { ping(req: object, opts?: object): Promise<unknown> };
   return { seen, ping: (headers: Record<string, string> = {}) => client.ping({}, { headers }) };
 }
 

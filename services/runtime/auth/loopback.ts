@@ -11,7 +11,10 @@ loopback.addAddress("::1", "ipv6");
  * name `localhost`. Any other name counts as public: what it resolves to is not ours to guess.
  */
 export function isLoopbackHost(host: string): boolean {
-  const bare = host.trim().replace(/^\[(.*)\]$/, "$1").toLowerCase();
+  const bare = host
+    .trim()
+    .replace(/^\[(.*)\]$/, "$1")
+    .toLowerCase();
   if (bare === "localhost") return true;
   const family = isIP(bare);
   // BlockList matches IPv4-mapped IPv6 addresses (::ffff:127.0.0.1) against the IPv4 subnet.

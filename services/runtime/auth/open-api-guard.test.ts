@@ -4,12 +4,26 @@ import { isLoopbackHost } from "./loopback.js";
 import { assertOpenApiBindAllowed, openApiWarning } from "./open-api-guard.js";
 
 const loopback = ["127.0.0.1", "127.8.9.10", "localhost", "LOCALHOST", "::1", "[::1]", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1"];
-const publicHosts = ["0.0.0.0", "::", "[::]", "10.0.0.5", "192.168.1.2", "128.0.0.1", "::ffff:10.0.0.1", "example.com", "localhost.example.com", "my-host"];
+const publicHosts = [
+  "0.0.0.0",
+  "::",
+  "[::]",
+  "10.0.0.5",
+  "192.168.1.2",
+  "128.0.0.1",
+  "::ffff:10.0.0.1",
+  "example.com",
+  "localhost.example.com",
+  "my-host",
+];
 
 for (const host of loopback) test(`${host} is loopback`, (t) => t.true(isLoopbackHost(host)));
 for (const host of publicHosts) test(`${host} is not loopback`, (t) => t.false(isLoopbackHost(host)));
 
-const gatewayOn = (host: string) => [{ setting: "Gateway:Host", host }, { setting: "Services:Host", host: "127.0.0.1" }];
+const gatewayOn = (host: string) => [
+  { setting: "Gateway:Host", host },
+  { setting: "Services:Host", host: "127.0.0.1" },
+];
 
 test("no key and a public Gateway:Host: refused, naming both settings", (t) => {
   const error = t.throws(

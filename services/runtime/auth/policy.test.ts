@@ -34,7 +34,16 @@ test("no option anywhere: none, and the answer is cached per method", (t) => {
 
 test("every tracking rpc needs a key, but for health, the service index and auth/me", (t) => {
   const open = new Set(["GetHealth", "GetServiceInfo", "GetMe"]);
-  const services = [AssetService, DeviceService, ObservationService, GeofenceService, GeofenceBreachService, SpeedAlertService, SystemService, AuthService];
+  const services = [
+    AssetService,
+    DeviceService,
+    ObservationService,
+    GeofenceService,
+    GeofenceBreachService,
+    SpeedAlertService,
+    SystemService,
+    AuthService,
+  ];
   for (const service of services) {
     for (const method of service.methods) {
       t.is(policyOf(method).kind === "none", open.has(method.name), `${service.typeName}/${method.name}`);

@@ -1,8 +1,8 @@
 // Event bus module: one contract, backed by NATS JetStream or by an in-process implementation.
-export { openBus } from './open-bus.js';
-export { createMemoryBus, type MemoryBusOptions } from './memory-bus.js';
-export { connectNatsBus } from './nats-bus.js';
-export { subjectMatches, subjectsOverlap } from './subject-match.js';
+export { openBus } from "./open-bus.js";
+export { createMemoryBus, type MemoryBusOptions } from "./memory-bus.js";
+export { connectNatsBus } from "./nats-bus.js";
+export { subjectMatches, subjectsOverlap } from "./subject-match.js";
 export type {
   BusHealth,
   BusMessage,
@@ -17,4 +17,4 @@ export type {
   StreamDefinition,
   StreamInfo,
   SubscribeOptions,
-} from './types.js';
+} from "./types.js";

@@ -1,7 +1,7 @@
 // In-process event bus with JetStream's model: subject-bound streams, per-stream sequences, Msg-Id dedupe,
 // bounded retention, durable consumers with redelivery, and ordered ephemeral subscriptions.
-import { DEFAULT_RETRY, retryDelay } from './retry-delay.js';
-import { assertValidSubject, matchesAny, subjectMatches, subjectsOverlap } from './subject-match.js';
+import { DEFAULT_RETRY, retryDelay } from "./retry-delay.js";
+import { assertValidSubject, matchesAny, subjectMatches, subjectsOverlap } from "./subject-match.js";
 import type {
   BusHealth,
   BusMessage,
@@ -14,7 +14,7 @@ import type {
   StreamDefinition,
   StreamInfo,
   SubscribeOptions,
-} from './types.js';
+} from "./types.js";
 
 const DEFAULT_MAX_MSGS = 100_000;
 const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
@@ -177,7 +177,7 @@ export interface MemoryBusOptions {
 }
 
 export function createMemoryBus(opts: MemoryBusOptions): EventBus {
-  const logger = opts.logger.child({ component: 'bus', bus: 'memory' });
+  const logger = opts.logger.child({ component: "bus", bus: "memory" });
   const streams = new Map<string, MemoryStream>();
   const durables = new Map<string, DurableState>();
 
@@ -200,7 +200,7 @@ export function createMemoryBus(opts: MemoryBusOptions): EventBus {
     return stream;
   };
   const assertOpen = (): void => {
-    if (closed) throw new Error('event bus is closed');
+    if (closed) throw new Error("event bus is closed");
   };
 
   const toBusMessage = (stream: MemoryStream, m: StoredMessage, redelivered: boolean): BusMessage => ({
@@ -247,7 +247,7 @@ export function createMemoryBus(opts: MemoryBusOptions): EventBus {
       state = {
         stream: options.stream,
         filterSubjects: options.filterSubjects,
-        cursor: options.deliverFrom === 'new' ? stream.lastSeq : 0,
+        cursor: options.deliverFrom === "new" ? stream.lastSeq : 0,
         pending: new Map(),
         attached: false,
       };
@@ -295,7 +295,7 @@ export function createMemoryBus(opts: MemoryBusOptions): EventBus {
     const loop = (async () => {
       while (!stopping) {
         const step = next();
-        if ('sleepMs' in step) {
+        if ("sleepMs" in step) {
           await waker.sleep(step.sleepMs);
           continue;
         }
@@ -313,7 +313,10 @@ export function createMemoryBus(opts: MemoryBusOptions): EventBus {
         } catch (err) {
           const delayMs = retryDelay(entry.deliveries, retry);
           entry.dueAt = Date.now() + delayMs;
-          log.warn({ err, subject: stored.subject, seq: stored.seq, deliveries: entry.deliveries, delayMs }, 'handler failed; will redeliver');
+          log.warn(
+            { err, subject: stored.subject, seq: stored.seq, deliveries: entry.deliveries, delayMs },
+            "handler failed; will redeliver",
+          );
         }
       }
     })();
@@ -351,7 +354,7 @@ export function createMemoryBus(opts: MemoryBusOptions): EventBus {
         try {
           handler(toBusMessage(stream, m, false));
         } catch (err) {
-          log.warn({ err, subject: m.subject, seq: m.seq }, 'subscriber threw; continuing with the next message');
+          log.warn({ err, subject: m.subject, seq: m.seq }, "subscriber threw; continuing with the next message");
         }
       }
     };
@@ -381,15 +384,15 @@ export function createMemoryBus(opts: MemoryBusOptions): EventBus {
   }
 
   async function health(): Promise<BusHealth> {
-    return closed ? { ok: false, detail: 'closed' } : { ok: true };
+    return closed ? { ok: false, detail: "closed" } : { ok: true };
   }
 
   async function close(): Promise<void> {
     if (closed) return;
     closed = true;
     await Promise.all([...running].map((r) => r.stop()));
-    logger.debug('in-process bus closed');
+    logger.debug("in-process bus closed");
   }
 
-  return { kind: 'memory', ensureStreams, publish, consume, subscribe, streamInfo, health, close };
+  return { kind: "memory", ensureStreams, publish, consume, subscribe, streamInfo, health, close };
 }

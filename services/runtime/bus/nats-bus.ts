@@ -14,9 +14,9 @@ import {
   type JsMsg,
   type NatsConnection,
   type NatsError,
-} from 'nats';
-import { DEFAULT_RETRY, retryDelay } from './retry-delay.js';
-import { assertValidSubject, matchesAny } from './subject-match.js';
+} from "nats";
+import { DEFAULT_RETRY, retryDelay } from "./retry-delay.js";
+import { assertValidSubject, matchesAny } from "./subject-match.js";
 import type {
   BusHealth,
   BusMessage,
@@ -29,9 +29,9 @@ import type {
   StreamDefinition,
   StreamInfo,
   SubscribeOptions,
-} from './types.js';
+} from "./types.js";
 
-const MSG_ID = 'Nats-Msg-Id';
+const MSG_ID = "Nats-Msg-Id";
 const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
 const ACK_WAIT_MS = 30_000;
 // Pulled but unprocessed messages age towards ack_wait too; a small batch keeps slow handlers from
@@ -42,14 +42,14 @@ const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
 
 export async function connectNatsBus(opts: { url: string; logger: Logger; name?: string }): Promise<EventBus> {
-  const logger = opts.logger.child({ component: 'bus', bus: 'nats' });
+  const logger = opts.logger.child({ component: "bus", bus: "nats" });
   const nc = await connect({
-    servers: opts.url.split(',').map((s) => s.trim()),
-    name: opts.name ?? 'meshwork',
+    servers: opts.url.split(",").map((s) => s.trim()),
+    name: opts.name ?? "meshwork",
     // A service outlives NATS restarts: keep reconnecting, JetStream keeps the state.
     maxReconnectAttempts: -1,
   });
-  logger.info({ servers: redactServers(opts.url), server: nc.info?.version }, 'connected to NATS');
+  logger.info({ servers: redactServers(opts.url), server: nc.info?.version }, "connected to NATS");
   void watchStatus(nc, logger);
 
   const jsm = await nc.jetstreamManager();
@@ -74,7 +74,7 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
         const value = m.headers.get(key);
         if (key.toLowerCase() === MSG_ID.toLowerCase()) id = value;
         // Other Nats-* headers steer the server (expected sequence, rollups); they are not event metadata.
-        else if (!key.toLowerCase().startsWith('nats-')) headers[key] = value;
+        else if (!key.toLowerCase().startsWith("nats-")) headers[key] = value;
       }
     }
     return {
@@ -105,7 +105,7 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
       try {
         const info = await jsm.streams.info(def.name);
         await jsm.streams.update(def.name, { ...info.config, ...limits });
-        logger.debug({ stream: def.name, subjects: def.subjects }, 'stream updated');
+        logger.debug({ stream: def.name, subjects: def.subjects }, "stream updated");
       } catch (err) {
         if (apiErrorCode(err) !== STREAM_NOT_FOUND) throw err;
         await jsm.streams.add({
@@ -115,7 +115,7 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
           retention: RetentionPolicy.Limits,
           discard: DiscardPolicy.Old,
         });
-        logger.info({ stream: def.name, subjects: def.subjects }, 'stream created');
+        logger.info({ stream: def.name, subjects: def.subjects }, "stream created");
       }
     }
   }
@@ -136,10 +136,10 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
       if (!sameFilters(current, wanted)) {
         // Filters may change between releases; the durable keeps its position, deliver policy is fixed at creation.
         await jsm.consumers.update(options.stream, options.durable, {
-          filter_subject: wanted.filter_subject ?? '',
+          filter_subject: wanted.filter_subject ?? "",
           ...(multiFilter ? { filter_subjects: wanted.filter_subjects ?? [] } : {}),
         });
-        logger.info({ stream: options.stream, durable: options.durable, filters: options.filterSubjects }, 'consumer filters updated');
+        logger.info({ stream: options.stream, durable: options.durable, filters: options.filterSubjects }, "consumer filters updated");
       }
     } catch (err) {
       if (apiErrorCode(err) !== CONSUMER_NOT_FOUND) throw err;
@@ -147,12 +147,12 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
         durable_name: options.durable,
         ack_policy: AckPolicy.Explicit,
         ack_wait: nanos(ACK_WAIT_MS),
-        deliver_policy: options.deliverFrom === 'new' ? DeliverPolicy.New : DeliverPolicy.All,
+        deliver_policy: options.deliverFrom === "new" ? DeliverPolicy.New : DeliverPolicy.All,
         // At-least-once means never giving up; the handler's backoff keeps a poison message cheap.
         max_deliver: -1,
         ...server,
       });
-      logger.info({ stream: options.stream, durable: options.durable }, 'consumer created');
+      logger.info({ stream: options.stream, durable: options.durable }, "consumer created");
     }
   }
 
@@ -183,14 +183,14 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
             m.ack();
           } catch (err) {
             const delayMs = retryDelay(m.info.deliveryCount, retry);
-            log.warn({ err, subject: m.subject, seq: m.seq, deliveries: m.info.deliveryCount, delayMs }, 'handler failed; will redeliver');
+            log.warn({ err, subject: m.subject, seq: m.seq, deliveries: m.info.deliveryCount, delayMs }, "handler failed; will redeliver");
             m.nak(delayMs);
           } finally {
             clearInterval(heartbeat);
           }
         }
       } catch (err) {
-        if (!stopping) log.error({ err }, 'consumer stopped unexpectedly');
+        if (!stopping) log.error({ err }, "consumer stopped unexpectedly");
       }
     })();
 
@@ -231,11 +231,11 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
           try {
             handler(toBusMessage(m));
           } catch (err) {
-            log.warn({ err, subject: m.subject, seq: m.seq }, 'subscriber threw; continuing with the next message');
+            log.warn({ err, subject: m.subject, seq: m.seq }, "subscriber threw; continuing with the next message");
           }
         }
       } catch (err) {
-        if (!stopped) log.error({ err }, 'subscription stopped unexpectedly');
+        if (!stopped) log.error({ err }, "subscription stopped unexpectedly");
       }
     })();
     const stoppable: Stoppable = {
@@ -257,7 +257,7 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
   }
 
   async function health(): Promise<BusHealth> {
-    if (closing || nc.isClosed()) return { ok: false, detail: 'connection closed' };
+    if (closing || nc.isClosed()) return { ok: false, detail: "connection closed" };
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
@@ -278,18 +278,18 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
     closing ??= (async () => {
       await Promise.all([...running].map((r) => r.stop()));
       if (!nc.isClosed()) await nc.drain();
-      logger.info('NATS connection closed');
+      logger.info("NATS connection closed");
     })();
     return closing;
   }
 
-  return { kind: 'nats', ensureStreams, publish, consume, subscribe, streamInfo, health, close };
+  return { kind: "nats", ensureStreams, publish, consume, subscribe, streamInfo, health, close };
 }
 
 async function watchStatus(nc: NatsConnection, logger: Logger): Promise<void> {
   for await (const s of nc.status()) {
-    if (s.type === 'disconnect' || s.type === 'error') logger.warn({ status: s.type, data: String(s.data) }, 'NATS connection trouble');
-    else if (s.type === 'reconnect') logger.info({ server: String(s.data) }, 'NATS reconnected');
+    if (s.type === "disconnect" || s.type === "error") logger.warn({ status: s.type, data: String(s.data) }, "NATS connection trouble");
+    else if (s.type === "reconnect") logger.info({ server: String(s.data) }, "NATS reconnected");
   }
 }
 
@@ -302,12 +302,12 @@ function sameFilters(
   b: { filter_subject?: string; filter_subjects?: string[] },
 ): boolean {
   const norm = (x: { filter_subject?: string; filter_subjects?: string[] }) =>
-    [...(x.filter_subjects ?? []), ...(x.filter_subject ? [x.filter_subject] : [])].sort().join('\n');
+    [...(x.filter_subjects ?? []), ...(x.filter_subject ? [x.filter_subject] : [])].sort().join("\n");
   return norm(a) === norm(b);
 }
 
 function versionAtLeast(version: string | undefined, min: [number, number, number]): boolean {
-  const parts = (version ?? '0.0.0').split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
+  const parts = (version ?? "0.0.0").split(/[.-]/).map((p) => Number.parseInt(p, 10) || 0);
   for (let i = 0; i < 3; i++) {
     if ((parts[i] ?? 0) !== min[i]) return (parts[i] ?? 0) > min[i];
   }
@@ -316,15 +316,15 @@ function versionAtLeast(version: string | undefined, min: [number, number, numbe
 
 function redactServers(url: string): string {
   return url
-    .split(',')
+    .split(",")
     .map((server) => {
       try {
         const parsed = new URL(server.trim());
-        if (parsed.password) parsed.password = '***';
+        if (parsed.password) parsed.password = "***";
         return parsed.toString();
       } catch {
-        return '<unparsable url>';
+        return "<unparsable url>";
       }
     })
-    .join(',');
+    .join(",");
 }

@@ -1,5 +1,5 @@
 // Redelivery backoff shared by both adapters so a failing handler behaves the same on either.
-import type { RetryPolicy } from './types.js';
+import type { RetryPolicy } from "./types.js";
 
 export const DEFAULT_RETRY: Required<RetryPolicy> = { initialDelayMs: 500, maxDelayMs: 30_000 };
 

@@ -1,13 +1,13 @@
 // NATS subject wildcards (`*` one token, `>` one or more trailing tokens) for the in-process bus.
 
 export function subjectMatches(pattern: string, subject: string): boolean {
-  const p = pattern.split('.');
-  const s = subject.split('.');
+  const p = pattern.split(".");
+  const s = subject.split(".");
   for (let i = 0; i < p.length; i++) {
     const token = p[i];
-    if (token === '>') return s.length > i;
+    if (token === ">") return s.length > i;
     if (i >= s.length) return false;
-    if (token !== '*' && token !== s[i]) return false;
+    if (token !== "*" && token !== s[i]) return false;
   }
   return p.length === s.length;
 }
@@ -18,20 +18,20 @@ export function matchesAny(patterns: readonly string[] | undefined, subject: str
 
 /** Whether some subject could match both patterns; NATS refuses streams whose subjects overlap. */
 export function subjectsOverlap(a: string, b: string): boolean {
-  const x = a.split('.');
-  const y = b.split('.');
+  const x = a.split(".");
+  const y = b.split(".");
   for (let i = 0; i < Math.max(x.length, y.length); i++) {
     const tx = x[i];
     const ty = y[i];
-    if (tx === '>' || ty === '>') return tx !== undefined && ty !== undefined;
+    if (tx === ">" || ty === ">") return tx !== undefined && ty !== undefined;
     if (tx === undefined || ty === undefined) return false;
-    if (tx !== '*' && ty !== '*' && tx !== ty) return false;
+    if (tx !== "*" && ty !== "*" && tx !== ty) return false;
   }
   return true;
 }
 
 export function assertValidSubject(subject: string): void {
-  if (!subject || subject.split('.').some((t) => t === '' || t === '*' || t === '>' || /\s/.test(t))) {
+  if (!subject || subject.split(".").some((t) => t === "" || t === "*" || t === ">" || /\s/.test(t))) {
     throw new Error(`invalid subject "${subject}": publish to a concrete subject such as tracking.v1.asset.created`);
   }
 }

@@ -1,6 +1,6 @@
 // The event bus contract shared by the NATS JetStream adapter and the in-process one.
 
-import type { LoggerLike as Logger } from '../logging/logger-like.js';
+import type { LoggerLike as Logger } from "../logging/logger-like.js";
 
 /** Re-exported so this module's public types stay self-contained. */
 export type { Logger };
@@ -53,7 +53,7 @@ export interface ConsumeOptions {
   durable: string;
   filterSubjects?: string[];
   /** Where a new durable starts; an existing one always resumes after its last ack. Default 'all'. */
-  deliverFrom?: 'all' | 'new';
+  deliverFrom?: "all" | "new";
   retry?: RetryPolicy;
 }
 
@@ -82,7 +82,7 @@ export interface BusHealth {
 }
 
 export interface EventBus {
-  readonly kind: 'nats' | 'memory';
+  readonly kind: "nats" | "memory";
   ensureStreams(defs: StreamDefinition[]): Promise<void>;
   publish(subject: string, data: Uint8Array, opts: PublishOptions): Promise<PublishAck>;
   /** Durable consumer: handler resolves → ack; throws → redelivery with backoff. At-least-once. */

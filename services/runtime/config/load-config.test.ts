@@ -25,7 +25,10 @@ test("defaults apply when nothing is configured", (t) => {
 
 test("layers: defaults < appsettings.json < appsettings.{Environment}.json < env < flags", (t) => {
   const cwd = dirWith({
-    "appsettings.json": { Gateway: { Tracking: { Port: 1001 }, Protection: { Port: 1002 }, Agents: { Port: 1003 } }, Services: { Port: 1004 } },
+    "appsettings.json": {
+      Gateway: { Tracking: { Port: 1001 }, Protection: { Port: 1002 }, Agents: { Port: 1003 } },
+      Services: { Port: 1004 },
+    },
     "appsettings.Staging.json": { Gateway: { Protection: { Port: 2002 }, Agents: { Port: 2003 } }, Services: { Port: 2004 } },
   });
   const config = loadConfig({
@@ -67,13 +70,19 @@ test("a bad value stops with a message naming the setting and its source", (t) =
   t.regex(err!.message, /Gateway:Tracking:Port/);
   t.regex(err!.message, /environment variable Gateway__Tracking__Port/);
   t.regex(err!.message, /integer from 0 to 65535/);
-  t.throws(() => loadConfig({ env: {}, cwd: dirWith({}), flags: ["--Telemetry:Exporter=jaeger"] }), { message: /one of console, otlp, zipkin, none/ });
+  t.throws(() => loadConfig({ env: {}, cwd: dirWith({}), flags: ["--Telemetry:Exporter=jaeger"] }), {
+    message: /one of console, otlp, zipkin, none/,
+  });
   t.throws(() => loadConfig({ env: { DATABASE_URL: "mysql://x" }, cwd: dirWith({}) }), { message: /Database:Url = <redacted>/ });
 });
 
 test("an unknown key under a known section is refused; unrelated variables are ignored", (t) => {
-  t.throws(() => loadConfig({ env: { Gateway__Trakcing__Port: "1" }, cwd: dirWith({}) }), { message: /Unknown setting Gateway:Trakcing:Port/ });
-  t.throws(() => loadConfig({ env: {}, cwd: dirWith({ "appsettings.json": { Nats: { Uri: "x" } } }) }), { message: /Unknown setting Nats:Uri \(from appsettings.json\)/ });
+  t.throws(() => loadConfig({ env: { Gateway__Trakcing__Port: "1" }, cwd: dirWith({}) }), {
+    message: /Unknown setting Gateway:Trakcing:Port/,
+  });
+  t.throws(() => loadConfig({ env: {}, cwd: dirWith({ "appsettings.json": { Nats: { Uri: "x" } } }) }), {
+    message: /Unknown setting Nats:Uri \(from appsettings.json\)/,
+  });
   t.notThrows(() => loadConfig({ env: { SOME_OTHER__THING: "1", PATH: "/bin" }, cwd: dirWith({}) }));
 });
 
@@ -101,7 +110,14 @@ const INGEST_KEY = "ingest-key-0123456789abcdef";
 
 test("list settings: a JSON array in appsettings, typed with lower-case roles", (t) => {
   const cwd = dirWith({
-    "appsettings.json": { Auth: { ApiKeys: [{ Name: "ops", Role: "Operator", Key: OPS_KEY }, { name: "van", role: "ingest", key: INGEST_KEY }] } },
+    "appsettings.json": {
+      Auth: {
+        ApiKeys: [
+          { Name: "ops", Role: "Operator", Key: OPS_KEY },
+          { name: "van", role: "ingest", key: INGEST_KEY },
+        ],
+      },
+    },
   });
   const config = loadConfig({ env: {}, cwd });
   t.deepEqual(config.auth.apiKeys, [

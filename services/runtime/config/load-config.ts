@@ -2,7 +2,7 @@
 // wins: built-in defaults < appsettings.json < appsettings.{Environment}.json < environment
 // variables (`Section__Key`) < command-line flags (`--Section:Key=value`).
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { settings, type ListField, type Setting } from "./settings.js";
 
 /** One record of a list setting, by field name as the setting declares it (PascalCase). */
@@ -150,6 +150,14 @@ export function loadConfig(options: LoadConfigOptions = {}): MeshworkConfig {
     if (value === "" && byLowerKey.get(key.toLowerCase())?.default === undefined) continue;
     values.set(key, { value: coerce(byLowerKey.get(key.toLowerCase())!, value, source), source });
   }
+  // Paths are resolved once, here, against the working directory: everything downstream (the
+  // embedded PostgreSQL's socket directory above all) needs an absolute path.
+  for (const s of settings) {
+    const entry = values.get(s.key);
+    if (s.type.kind === "path" && entry && typeof entry.value === "string" && !isAbsolute(entry.value)) {
+      values.set(s.key, { ...entry, value: resolve(cwd, entry.value) });
+    }
+  }
   return toTyped(environment, values, env);
 }
 
@@ -288,6 +296,7 @@ function coerce(setting: Setting, value: unknown, source: string): SettingValue 
   };
   const type = setting.type;
   switch (type.kind) {
+    case "path":
     case "string":
       if (typeof value !== "string" || value === "") fail("a non-empty string");
       return value as string;
@@ -364,9 +373,7 @@ function describeList(setting: Setting, items: readonly ListItem[]): string {
   if (setting.type.kind !== "list") return "";
   const secretFields = new Set(setting.type.fields.filter((f) => f.secret).map((f) => f.name));
   const shown = items.map((item) =>
-    Object.fromEntries(
-      Object.entries(item).map(([name, v]) => [name, secretFields.has(name) ? "***" : name === "Url" ? redactUrl(v) : v]),
-    ),
+    Object.fromEntries(Object.entries(item).map(([name, v]) => [name, secretFields.has(name) ? "***" : name === "Url" ? redactUrl(v) : v])),
   );
   return JSON.stringify(shown);
 }

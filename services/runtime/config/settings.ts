@@ -3,6 +3,8 @@
 
 export type SettingType =
   | { kind: "string" }
+  /** A file system path; a relative one is resolved against the working directory at load. */
+  | { kind: "path" }
   | { kind: "int"; min?: number; max?: number }
   | { kind: "bool" }
   | { kind: "enum"; values: readonly string[] }
@@ -43,9 +45,10 @@ const port = { kind: "int", min: 0, max: 65535 } as const;
 export const settings: readonly Setting[] = [
   {
     key: "Data:Dir",
-    type: { kind: "string" },
+    type: { kind: "path" },
     default: ".data",
-    description: "Directory for local state: the embedded PostgreSQL data lives in `<dir>/pg`.",
+    description:
+      "Directory for local state: the embedded PostgreSQL data lives in `<dir>/pg`. A relative path is resolved against the working directory.",
   },
   {
     key: "Database:Url",
@@ -169,7 +172,8 @@ export const settings: readonly Setting[] = [
     key: "Auth:AllowAnonymousPublicBind",
     type: { kind: "bool" },
     default: false,
-    description: "Let the fronts bind to a non-loopback Gateway:Host while no API key is configured (anyone who can reach it may call everything).",
+    description:
+      "Let the fronts bind to a non-loopback Gateway:Host while no API key is configured (anyone who can reach it may call everything).",
   },
   {
     key: "SseToken:TtlMinutes",
@@ -199,11 +203,7 @@ export const settings: readonly Setting[] = [
     key: "Webhooks:Endpoints",
     type: {
       kind: "list",
-      fields: [
-        { name: "Url", required: true },
-        { name: "Secret", secret: true },
-        { name: "Events" },
-      ],
+      fields: [{ name: "Url", required: true }, { name: "Secret", secret: true }, { name: "Events" }],
     },
     secret: true,
     description:
@@ -231,7 +231,8 @@ export const settings: readonly Setting[] = [
     key: "Webhooks:RetryInitialDelayMs",
     type: { kind: "int", min: 1, max: 3_600_000 },
     default: 1000,
-    description: "Delay before the first retry; each later one doubles it (with jitter), up to Webhooks:RetryMaxDelayMs. A Retry-After from the receiver wins.",
+    description:
+      "Delay before the first retry; each later one doubles it (with jitter), up to Webhooks:RetryMaxDelayMs. A Retry-After from the receiver wins.",
   },
   {
     key: "Webhooks:RetryMaxDelayMs",

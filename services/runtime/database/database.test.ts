@@ -1,12 +1,12 @@
 // Opens, migrates, writes and reopens databases in embedded mode and, when configured, on real PostgreSQL.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { EntitySchema, LockMode, type Opt } from '@mikro-orm/core';
-import { Migration } from '@mikro-orm/migrations';
-import test, { type ExecutionContext } from 'ava';
-import { createTestDatabaseUrl, MIGRATIONS_TABLE, openDatabase, redactUrl, type DatabaseModule } from './index.js';
-import { realInfra, testLogger } from '../testing/index.js';
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EntitySchema, LockMode, type Opt } from "@mikro-orm/core";
+import { Migration } from "@mikro-orm/migrations";
+import test, { type ExecutionContext } from "ava";
+import { createTestDatabaseUrl, MIGRATIONS_TABLE, openDatabase, redactUrl, type DatabaseModule } from "./index.js";
+import { realInfra, testLogger } from "../testing/index.js";
 
 interface Note {
   id: number;
@@ -15,12 +15,12 @@ interface Note {
 }
 
 const NoteEntity = new EntitySchema<Note>({
-  name: 'Note',
-  tableName: 'dbtest_note',
+  name: "Note",
+  tableName: "dbtest_note",
   properties: {
-    id: { type: 'integer', primary: true },
-    body: { type: 'text' },
-    createdAt: { type: 'datetime', columnType: 'timestamptz', onCreate: () => new Date() },
+    id: { type: "integer", primary: true },
+    body: { type: "text" },
+    createdAt: { type: "datetime", columnType: "timestamptz", onCreate: () => new Date() },
   },
 });
 
@@ -36,9 +36,9 @@ interface Counter {
 }
 
 const CounterEntity = new EntitySchema<Counter>({
-  name: 'Counter',
-  tableName: 'dbtest_counter',
-  properties: { name: { type: 'text', primary: true }, value: { type: 'integer' } },
+  name: "Counter",
+  tableName: "dbtest_counter",
+  properties: { name: { type: "text", primary: true }, value: { type: "integer" } },
 });
 
 class CreateCounter extends Migration {
@@ -47,14 +47,14 @@ class CreateCounter extends Migration {
   }
 }
 
-const notes: DatabaseModule = { name: 'notes', entities: [NoteEntity], migrations: [{ name: 'notes-0001-note', class: CreateNote }] };
+const notes: DatabaseModule = { name: "notes", entities: [NoteEntity], migrations: [{ name: "notes-0001-note", class: CreateNote }] };
 const counters: DatabaseModule = {
-  name: 'counters',
+  name: "counters",
   entities: [CounterEntity],
-  migrations: [{ name: 'counters-0001-counter', class: CreateCounter }],
+  migrations: [{ name: "counters-0001-counter", class: CreateCounter }],
 };
 
-const logger = testLogger('database.test');
+const logger = testLogger("database.test");
 const infra = realInfra();
 
 interface Target {
@@ -64,20 +64,20 @@ interface Target {
 }
 
 const embedded: Target = {
-  name: 'embedded',
+  name: "embedded",
   async place(t) {
-    const dataDir = await mkdtemp(join(tmpdir(), 'meshwork-db-'));
+    const dataDir = await mkdtemp(join(tmpdir(), "meshwork-db-"));
     t.teardown(() => rm(dataDir, { recursive: true, force: true }));
     return { dataDir };
   },
 };
 
 const postgres: Target = {
-  name: 'postgres',
+  name: "postgres",
   async place(t) {
     const created = await createTestDatabaseUrl(infra.databaseUrl!);
     t.teardown(() => created.drop());
-    const dataDir = await mkdtemp(join(tmpdir(), 'meshwork-db-'));
+    const dataDir = await mkdtemp(join(tmpdir(), "meshwork-db-"));
     t.teardown(() => rm(dataDir, { recursive: true, force: true }));
     return { url: created.url, dataDir };
   },
@@ -89,10 +89,10 @@ for (const target of targets) {
   test(`${target.name}: migrates, writes, and still sees the data after a restart`, async (t) => {
     const place = await target.place(t);
     const first = await openDatabase({ ...place, modules: [notes], logger });
-    t.is(first.mode, target.name as 'embedded' | 'postgres');
+    t.is(first.mode, target.name as "embedded" | "postgres");
     t.deepEqual(await first.health(), { ok: true });
     const em = first.em();
-    em.create(NoteEntity, { id: 1, body: 'kept' });
+    em.create(NoteEntity, { id: 1, body: "kept" });
     await em.flush();
     await first.close();
     t.like(await first.health(), { ok: false });
@@ -100,13 +100,13 @@ for (const target of targets) {
     const second = await openDatabase({ ...place, modules: [notes], logger });
     t.teardown(() => second.close());
     const found = await second.em().findOneOrFail(NoteEntity, 1);
-    t.is(found.body, 'kept');
+    t.is(found.body, "kept");
     t.true(found.createdAt instanceof Date);
     const applied = await second.em().getConnection().execute(`select name from "${MIGRATIONS_TABLE}" order by id`);
     t.deepEqual(
       applied.map((r) => (r as { name: string }).name),
-      ['notes-0001-note'],
-      'a restart applies nothing twice',
+      ["notes-0001-note"],
+      "a restart applies nothing twice",
     );
   });
 
@@ -117,7 +117,7 @@ for (const target of targets) {
 
     const onlyCounters = await openDatabase({ ...place, modules: [counters], logger });
     const em = onlyCounters.em();
-    em.create(CounterEntity, { name: 'a', value: 1 });
+    em.create(CounterEntity, { name: "a", value: 1 });
     await em.flush();
     await onlyCounters.close();
 
@@ -126,9 +126,9 @@ for (const target of targets) {
     const rows = await again.em().getConnection().execute(`select name from "${MIGRATIONS_TABLE}" order by id`);
     t.deepEqual(
       rows.map((r) => (r as { name: string }).name),
-      ['notes-0001-note', 'counters-0001-counter'],
+      ["notes-0001-note", "counters-0001-counter"],
     );
-    t.is((await again.em().findOneOrFail(CounterEntity, { name: 'a' })).value, 1);
+    t.is((await again.em().findOneOrFail(CounterEntity, { name: "a" })).value, 1);
   });
 
   test(`${target.name}: concurrent transactions all commit, a failing one rolls back`, async (t) => {
@@ -136,29 +136,29 @@ for (const target of targets) {
     const db = await openDatabase({ ...place, modules: [counters], logger });
     t.teardown(() => db.close());
     const seed = db.em();
-    seed.create(CounterEntity, { name: 'hits', value: 0 });
+    seed.create(CounterEntity, { name: "hits", value: 0 });
     await seed.flush();
 
     // Row locks make the read-modify-write safe on a real server; embedded mode serializes anyway.
     const increments = Array.from({ length: 12 }, () =>
       db.em().transactional(async (em) => {
-        const counter = await em.findOneOrFail(CounterEntity, { name: 'hits' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+        const counter = await em.findOneOrFail(CounterEntity, { name: "hits" }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         counter.value += 1;
       }),
     );
     const failing = db.em().transactional(async (em) => {
-      const counter = await em.findOneOrFail(CounterEntity, { name: 'hits' }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const counter = await em.findOneOrFail(CounterEntity, { name: "hits" }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       counter.value += 1000;
       await em.flush();
-      throw new Error('abort');
+      throw new Error("abort");
     });
     await Promise.all(increments);
-    await t.throwsAsync(failing, { message: 'abort' });
-    t.is((await db.em().findOneOrFail(CounterEntity, { name: 'hits' })).value, 12);
+    await t.throwsAsync(failing, { message: "abort" });
+    t.is((await db.em().findOneOrFail(CounterEntity, { name: "hits" })).value, 12);
   });
 }
 
-test('embedded: a second process cannot open a data directory that is in use', async (t) => {
+test("embedded: a second process cannot open a data directory that is in use", async (t) => {
   const place = await embedded.place(t);
   const db = await openDatabase({ ...place, modules: [notes], logger });
   t.teardown(() => db.close());
@@ -166,31 +166,29 @@ test('embedded: a second process cannot open a data directory that is in use', a
   t.deepEqual(await db.health(), { ok: true });
 });
 
-test('migration names must carry their module prefix', async (t) => {
+test("migration names must carry their module prefix", async (t) => {
   const place = await embedded.place(t);
-  const bad: DatabaseModule = { name: 'bad', entities: [], migrations: [{ name: '0001-x', class: CreateNote }] };
+  const bad: DatabaseModule = { name: "bad", entities: [], migrations: [{ name: "0001-x", class: CreateNote }] };
   await t.throwsAsync(openDatabase({ ...place, modules: [bad], logger }), { message: /must be named "bad-/ });
 });
 
-test('a password in the URL never reaches an error message or the redacted form', async (t) => {
-  t.is(redactUrl('postgres://app:s3cr3t@db.internal:5432/meshwork'), 'postgres://app:***@db.internal:5432/meshwork');
-  const dataDir = await mkdtemp(join(tmpdir(), 'meshwork-db-'));
+test("a password in the URL never reaches an error message or the redacted form", async (t) => {
+  t.is(redactUrl("postgres://app:s3cr3t@db.internal:5432/meshwork"), "postgres://app:***@db.internal:5432/meshwork");
+  const dataDir = await mkdtemp(join(tmpdir(), "meshwork-db-"));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const error = await t.throwsAsync(
-    openDatabase({ url: 'postgres://app:s3cr3t@127.0.0.1:1/meshwork', dataDir, modules: [notes], logger }),
-  );
-  t.false(error!.message.includes('s3cr3t'));
+  const error = await t.throwsAsync(openDatabase({ url: "postgres://app:s3cr3t@127.0.0.1:1/meshwork", dataDir, modules: [notes], logger }));
+  t.false(error!.message.includes("s3cr3t"));
 });
 
 if (infra.databaseUrl) {
-  test('postgres: processes starting together migrate once, serialized by the advisory lock', async (t) => {
+  test("postgres: processes starting together migrate once, serialized by the advisory lock", async (t) => {
     const place = await postgres.place(t);
     const dbs = await Promise.all([1, 2, 3].map(() => openDatabase({ ...place, modules: [notes, counters], logger })));
     t.teardown(() => Promise.all(dbs.map((db) => db.close())));
     const rows = await dbs[0]!.em().getConnection().execute(`select name from "${MIGRATIONS_TABLE}" order by id`);
     t.deepEqual(
       rows.map((r) => (r as { name: string }).name),
-      ['notes-0001-note', 'counters-0001-counter'],
+      ["notes-0001-note", "counters-0001-counter"],
     );
   });
 }

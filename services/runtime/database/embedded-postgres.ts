@@ -1,10 +1,10 @@
 // Runs PGlite on a local socket so the embedded mode speaks the same wire protocol, driver and SQL as a real server.
-import { mkdir, rm, stat } from 'node:fs/promises';
-import { connect } from 'node:net';
-import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import type { Logger } from './types.js';
+import { mkdir, rm, stat } from "node:fs/promises";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import type { Logger } from "./types.js";
 
 export interface EmbeddedPostgres {
   /** A directory (unix socket) or 127.0.0.1 (TCP), in the form `pg` expects for `host`. */
@@ -28,17 +28,17 @@ const SERVER_MAX_CONNECTIONS = 2;
 
 export async function startEmbeddedPostgres(opts: { dataDir: string; logger: Logger }): Promise<EmbeddedPostgres> {
   const { dataDir, logger } = opts;
-  const pgDir = join(dataDir, 'pg');
+  const pgDir = join(dataDir, "pg");
   await mkdir(pgDir, { recursive: true });
 
   const socketPath = join(dataDir, `.s.PGSQL.${SOCKET_PORT}`);
-  const useUnixSocket = process.platform !== 'win32' && Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES;
+  const useUnixSocket = process.platform !== "win32" && Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES;
   if (useUnixSocket) await claimSocketPath(socketPath);
 
   const pglite = await PGlite.create({ dataDir: pgDir });
   const server = useUnixSocket
     ? new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: SERVER_MAX_CONNECTIONS })
-    : new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0, maxConnections: SERVER_MAX_CONNECTIONS });
+    : new PGLiteSocketServer({ db: pglite, host: "127.0.0.1", port: 0, maxConnections: SERVER_MAX_CONNECTIONS });
   try {
     await server.start();
   } catch (error) {
@@ -46,16 +46,16 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; logger: Log
     throw error;
   }
 
-  const host = useUnixSocket ? dataDir : '127.0.0.1';
-  const port = useUnixSocket ? SOCKET_PORT : Number(server.getServerConn().split(':').pop());
-  logger.info({ dataDir: pgDir, socket: server.getServerConn() }, 'embedded PostgreSQL (PGlite) listening');
+  const host = useUnixSocket ? dataDir : "127.0.0.1";
+  const port = useUnixSocket ? SOCKET_PORT : Number(server.getServerConn().split(":").pop());
+  logger.info({ dataDir: pgDir, socket: server.getServerConn() }, "embedded PostgreSQL (PGlite) listening");
 
   let closing: Promise<void> | undefined;
   return {
     host,
     port,
-    user: 'postgres',
-    database: 'postgres',
+    user: "postgres",
+    database: "postgres",
     isClosed: () => closing !== undefined || pglite.closed,
     close() {
       closing ??= (async () => {
@@ -77,11 +77,11 @@ async function claimSocketPath(path: string): Promise<void> {
   if (!exists) return;
   const alive = await new Promise<boolean>((resolve) => {
     const probe = connect(path);
-    probe.once('connect', () => {
+    probe.once("connect", () => {
       probe.destroy();
       resolve(true);
     });
-    probe.once('error', () => resolve(false));
+    probe.once("error", () => resolve(false));
   });
   if (alive) throw new Error(`another process is serving the embedded database at ${path}`);
   await rm(path, { force: true });

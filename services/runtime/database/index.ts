@@ -1,7 +1,7 @@
 // Database module: MikroORM on PostgreSQL or embedded PGlite, with per-module migrations run at start.
-export { openDatabase } from './open-database.js';
-export { createTestDatabaseUrl, type TestDatabase } from './test-database.js';
-export { redactUrl } from './redact-url.js';
-export { MIGRATIONS_TABLE } from './migrations.js';
-export type { PreparedReads } from './prepared-reads.js';
-export type { Database, DatabaseModule, DatabaseOptions, HealthStatus, Logger, NamedMigration } from './types.js';
+export { openDatabase } from "./open-database.js";
+export { createTestDatabaseUrl, type TestDatabase } from "./test-database.js";
+export { redactUrl } from "./redact-url.js";
+export { MIGRATIONS_TABLE } from "./migrations.js";
+export type { PreparedReads } from "./prepared-reads.js";
+export type { Database, DatabaseModule, DatabaseOptions, HealthStatus, Logger, NamedMigration } from "./types.js";

@@ -1,9 +1,9 @@
 // Collects the migrations of every hosted module into one ordered list and applies the pending ones at start.
-import type { Migrator } from '@mikro-orm/migrations';
-import type { MikroORM } from '@mikro-orm/postgresql';
-import type { DatabaseModule, Logger, NamedMigration } from './types.js';
+import type { Migrator } from "@mikro-orm/migrations";
+import type { MikroORM } from "@mikro-orm/postgresql";
+import type { DatabaseModule, Logger, NamedMigration } from "./types.js";
 
-export const MIGRATIONS_TABLE = 'mikro_orm_migrations';
+export const MIGRATIONS_TABLE = "mikro_orm_migrations";
 
 // Arbitrary but fixed: every Meshwork process contends for the same advisory lock while migrating.
 const MIGRATION_LOCK_KEY = 0x6d65_7368_6d69_67n; // "meshmig"
@@ -49,7 +49,7 @@ export async function applyMigrations(orm: MikroORM, opts: { serialize: boolean;
     // because the migrator checks for it on another pooled connection that must already see it.
     const storage = migrator.getStorage();
     await connection.transactional(async (trx) => {
-      await connection.execute('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY.toString()], 'all', trx);
+      await connection.execute("select pg_advisory_xact_lock(?)", [MIGRATION_LOCK_KEY.toString()], "all", trx);
       storage.setMasterMigration(trx);
       try {
         await storage.ensureTable();
@@ -58,12 +58,12 @@ export async function applyMigrations(orm: MikroORM, opts: { serialize: boolean;
       }
     });
     applied = await connection.transactional(async (trx) => {
-      await connection.execute('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK_KEY.toString()], 'all', trx);
+      await connection.execute("select pg_advisory_xact_lock(?)", [MIGRATION_LOCK_KEY.toString()], "all", trx);
       return migrator.up({ transaction: trx });
     });
   }
   const names = applied.map((m) => m.name);
-  if (names.length > 0) opts.logger.info({ migrations: names }, 'applied database migrations');
-  else opts.logger.debug('database schema is up to date');
+  if (names.length > 0) opts.logger.info({ migrations: names }, "applied database migrations");
+  else opts.logger.debug("database schema is up to date");
   return names;
 }

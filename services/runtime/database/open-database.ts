@@ -1,30 +1,30 @@
 // Opens the process's database: a real PostgreSQL when a URL is given, otherwise embedded PGlite; then migrates.
-import { Migrator } from '@mikro-orm/migrations';
-import { MikroORM, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js';
-import { MIGRATIONS_TABLE, applyMigrations, collectModules, migrationList } from './migrations.js';
-import { OrmLogger } from './orm-logger.js';
-import { createPreparedReads } from './prepared-reads.js';
-import { redactUrl } from './redact-url.js';
-import type { Database, DatabaseOptions, HealthStatus } from './types.js';
+import { Migrator } from "@mikro-orm/migrations";
+import { MikroORM, PostgreSqlDriver, type Options } from "@mikro-orm/postgresql";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres.js";
+import { MIGRATIONS_TABLE, applyMigrations, collectModules, migrationList } from "./migrations.js";
+import { OrmLogger } from "./orm-logger.js";
+import { createPreparedReads } from "./prepared-reads.js";
+import { redactUrl } from "./redact-url.js";
+import type { Database, DatabaseOptions, HealthStatus } from "./types.js";
 
 const DEFAULT_POOL_SIZE = 10;
 const HEALTH_TIMEOUT_MS = 5_000;
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const logger = options.logger.child({ component: 'database' });
+  const logger = options.logger.child({ component: "database" });
   const modules = collectModules(options.modules);
-  const mode = options.url ? 'postgres' : 'embedded';
+  const mode = options.url ? "postgres" : "embedded";
 
   let embedded: EmbeddedPostgres | undefined;
-  let connection: Pick<Options, 'clientUrl' | 'host' | 'port' | 'user' | 'dbName' | 'pool'>;
+  let connection: Pick<Options, "clientUrl" | "host" | "port" | "user" | "dbName" | "pool">;
   if (options.url) {
-    logger.info({ url: redactUrl(options.url), modules: modules.map((m) => m.name) }, 'opening PostgreSQL');
+    logger.info({ url: redactUrl(options.url), modules: modules.map((m) => m.name) }, "opening PostgreSQL");
     connection = { clientUrl: options.url, pool: { min: 0, max: options.poolSize ?? DEFAULT_POOL_SIZE } };
   } else {
     embedded = await startEmbeddedPostgres({ dataDir: options.dataDir, logger });
     if (options.poolSize !== undefined && options.poolSize !== 1) {
-      logger.debug({ poolSize: options.poolSize }, 'embedded PostgreSQL serves one connection; poolSize ignored');
+      logger.debug({ poolSize: options.poolSize }, "embedded PostgreSQL serves one connection; poolSize ignored");
     }
     connection = {
       host: embedded.host,
@@ -67,7 +67,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   }
 
   try {
-    await applyMigrations(orm, { serialize: mode === 'postgres', logger });
+    await applyMigrations(orm, { serialize: mode === "postgres", logger });
   } catch (error) {
     await orm.close(true);
     await embedded?.close();
@@ -82,14 +82,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       } finally {
         await embedded?.close();
       }
-      logger.info('database closed');
+      logger.info("database closed");
     })();
     return closing;
   };
 
   const health = async (): Promise<HealthStatus> => {
-    if (closing) return { ok: false, detail: 'closed' };
-    if (embedded?.isClosed()) return { ok: false, detail: 'embedded PostgreSQL stopped' };
+    if (closing) return { ok: false, detail: "closed" };
+    if (embedded?.isClosed()) return { ok: false, detail: "embedded PostgreSQL stopped" };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<HealthStatus>((resolve) => {
       // A long transaction holds the embedded pool's only connection; report it instead of hanging.
@@ -124,5 +124,5 @@ function sanitizeText(text: string, url: string | undefined): string {
   } catch {
     return text;
   }
-  return password ? text.split(url).join(redactUrl(url)).split(password).join('***') : text;
+  return password ? text.split(url).join(redactUrl(url)).split(password).join("***") : text;
 }

@@ -1,6 +1,6 @@
 // Routes MikroORM's own log lines into the process logger at a matching level instead of stdout.
-import { DefaultLogger, type LogContext, type LoggerNamespace, type LoggerOptions } from '@mikro-orm/core';
-import type { Logger } from './types.js';
+import { DefaultLogger, type LogContext, type LoggerNamespace, type LoggerOptions } from "@mikro-orm/core";
+import type { Logger } from "./types.js";
 
 export class OrmLogger extends DefaultLogger {
   constructor(
@@ -12,11 +12,11 @@ export class OrmLogger extends DefaultLogger {
 
   override log(namespace: LoggerNamespace | (string & {}), message: string, context?: LogContext): void {
     if (!this.isEnabled(namespace as LoggerNamespace, context)) return;
-    const text = message.replace(/\n/g, ' ').replace(/ +/g, ' ').trim();
+    const text = message.replace(/\n/g, " ").replace(/ +/g, " ").trim();
     const fields = { namespace, ...(context?.took !== undefined ? { tookMs: context.took } : {}) };
-    if (context?.level === 'error') this.target.error(fields, text);
-    else if (context?.level === 'warning' || namespace === 'deprecated') this.target.warn(fields, text);
-    else if (namespace === 'query' || namespace === 'query-params') this.target.debug(fields, text);
+    if (context?.level === "error") this.target.error(fields, text);
+    else if (context?.level === "warning" || namespace === "deprecated") this.target.warn(fields, text);
+    else if (namespace === "query" || namespace === "query-params") this.target.debug(fields, text);
     else this.target.info(fields, text);
   }
 }

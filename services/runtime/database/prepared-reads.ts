@@ -5,10 +5,9 @@
 // else wants it (read-lane.ts). Same pool, same connections, same mapping of columns to
 // properties; what it gives up is the identity map, which a request that only reads one row and
 // answers it has no use for.
-import type { EntityMetadata, EntitySchema, MikroORM } from '@mikro-orm/core';
-import type { PostgreSqlConnection } from '@mikro-orm/postgresql';
-import { createReadLane, type PoolOwner } from './read-lane.js';
-
+import type { EntityMetadata, EntitySchema, MikroORM } from "@mikro-orm/core";
+import type { PostgreSqlConnection } from "@mikro-orm/postgresql";
+import { createReadLane, type PoolOwner } from "./read-lane.js";
 
 interface Statement {
   name: string;
@@ -25,21 +24,24 @@ const toDate: Conversion = (value) => (value instanceof Date ? value : new Date(
 
 // Column types read here, with how pg's value becomes the entity property (none: as pg gives it).
 // Any other type is refused when the statement is built, not misread later.
-const CONVERSIONS = new Map<string, Conversion | undefined>([['timestamptz', toDate], ['timestamp with time zone', toDate]]);
+const CONVERSIONS = new Map<string, Conversion | undefined>([
+  ["timestamptz", toDate],
+  ["timestamp with time zone", toDate],
+]);
 const PASS_THROUGH = new Set([
-  'uuid',
-  'text',
-  'varchar',
-  'character varying',
-  'boolean',
-  'double precision',
-  'float8',
-  'integer',
-  'int',
-  'int4',
-  'smallint',
-  'jsonb',
-  'text[]',
+  "uuid",
+  "text",
+  "varchar",
+  "character varying",
+  "boolean",
+  "double precision",
+  "float8",
+  "integer",
+  "int",
+  "int4",
+  "smallint",
+  "jsonb",
+  "text[]",
 ]);
 
 export interface PreparedReads {
@@ -58,14 +60,14 @@ export function createPreparedReads(orm: MikroORM): PreparedReads {
     const columns = meta.props
       .filter((prop) => prop.persist !== false && prop.fieldNames?.length === 1)
       .map((prop) => {
-        const type = (prop.columnTypes?.[0] ?? '').toLowerCase();
+        const type = (prop.columnTypes?.[0] ?? "").toLowerCase();
         if (!PASS_THROUGH.has(type) && !CONVERSIONS.has(type)) {
           throw new Error(`${meta.className}.${prop.name}: column type ${type} is not supported by byId`);
         }
         return [prop.fieldNames[0]!, prop.name, CONVERSIONS.get(type)] as const;
       });
     const pk = meta.properties[meta.primaryKeys[0]!]!.fieldNames[0]!;
-    const list = columns.map(([column]) => `"${column}"`).join(', ');
+    const list = columns.map(([column]) => `"${column}"`).join(", ");
     statement = {
       name: `meshwork_by_id_${meta.tableName}`,
       text: `select ${list} from "${meta.tableName}" where "${pk}" = $1`,

@@ -9,28 +9,29 @@ function fakeOwner() {
   let pending = 0;
   let next = 0;
   const released: PooledClient[] = [];
-  const owner: PoolOwner & { released: PooledClient[]; acquires: number; waiting(n: number): void; destroy(): void; otherAcquire(): void } = {
-    released,
-    acquires: 0,
-    pool: { on: (event, listener) => void events.on(event, listener), numPendingAcquires: () => pending },
-    async acquireConnection() {
-      this.acquires++;
-      events.emit("acquireRequest");
-      return { id: ++next, query: async () => ({ rows: [] }) } as unknown as PooledClient;
-    },
-    releaseConnection(client) {
-      released.push(client);
-    },
-    waiting(n) {
-      pending = n;
-    },
-    destroy() {
-      events.emit("poolDestroyRequest");
-    },
-    otherAcquire() {
-      events.emit("acquireRequest");
-    },
-  };
+  const owner: PoolOwner & { released: PooledClient[]; acquires: number; waiting(n: number): void; destroy(): void; otherAcquire(): void } =
+    {
+      released,
+      acquires: 0,
+      pool: { on: (event, listener) => void events.on(event, listener), numPendingAcquires: () => pending },
+      async acquireConnection() {
+        this.acquires++;
+        events.emit("acquireRequest");
+        return { id: ++next, query: async () => ({ rows: [] }) } as unknown as PooledClient;
+      },
+      releaseConnection(client) {
+        released.push(client);
+      },
+      waiting(n) {
+        pending = n;
+      },
+      destroy() {
+        events.emit("poolDestroyRequest");
+      },
+      otherAcquire() {
+        events.emit("acquireRequest");
+      },
+    };
   return owner;
 }
 

@@ -1,5 +1,5 @@
 // Gives each test file its own database on a shared real server, so suites can run in parallel.
-import { randomBytes } from 'node:crypto';
+import { randomBytes } from "node:crypto";
 
 export interface TestDatabase {
   url: string;
@@ -8,7 +8,7 @@ export interface TestDatabase {
 }
 
 export async function createTestDatabaseUrl(baseUrl: string): Promise<TestDatabase> {
-  const name = `meshwork_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const name = `meshwork_test_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
   await adminQuery(baseUrl, `create database "${name}"`);
   const url = new URL(baseUrl);
   url.pathname = `/${name}`;
@@ -25,7 +25,7 @@ export async function createTestDatabaseUrl(baseUrl: string): Promise<TestDataba
 
 async function adminQuery(baseUrl: string, sql: string): Promise<void> {
   // Loaded on demand: only tests call this, and `pg` arrives with @mikro-orm/postgresql anyway.
-  const { default: pg } = await import('pg');
+  const { default: pg } = await import("pg");
   const client = new pg.Client({ connectionString: baseUrl });
   await client.connect();
   try {

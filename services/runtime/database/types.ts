@@ -1,10 +1,10 @@
 // Public shapes of the database module: what a service module contributes and what a process gets back.
-import type { Constructor, EntitySchema } from '@mikro-orm/core';
-import type { Migration } from '@mikro-orm/migrations';
-import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import type { Constructor, EntitySchema } from "@mikro-orm/core";
+import type { Migration } from "@mikro-orm/migrations";
+import type { EntityManager, MikroORM } from "@mikro-orm/postgresql";
 
-import type { LoggerLike as Logger } from '../logging/logger-like.js';
-import type { PreparedReads } from './prepared-reads.js';
+import type { LoggerLike as Logger } from "../logging/logger-like.js";
+import type { PreparedReads } from "./prepared-reads.js";
 
 /** Re-exported so this module's public types stay self-contained. */
 export type { Logger };
@@ -18,7 +18,7 @@ export interface NamedMigration {
 export interface DatabaseModule {
   name: string;
   // EntitySchema is invariant in its type parameters; `any` lets each module keep its own row types.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: EntitySchema is invariant; each module keeps its row types
   entities: EntitySchema<any, any>[];
   migrations: NamedMigration[];
 }
@@ -55,5 +55,5 @@ export interface Database {
   reads: PreparedReads;
   close(): Promise<void>;
   health(): Promise<HealthStatus>;
-  mode: 'embedded' | 'postgres';
+  mode: "embedded" | "postgres";
 }

@@ -22,10 +22,7 @@ import * as reflectionV1alpha from "../../../gen/grpc/reflection/v1alpha/reflect
 import { createHealthRegistry, type HealthRegistry } from "./health/health-registry.js";
 import { createHealthService } from "./health/health-service.js";
 import { createDescriptorIndex } from "./reflection/descriptor-index.js";
-import {
-  createReflectionV1alphaService,
-  createReflectionV1Service,
-} from "./reflection/reflection-service.js";
+import { createReflectionV1alphaService, createReflectionV1Service } from "./reflection/reflection-service.js";
 import type { ServiceRegistration } from "./service-registration.js";
 
 // Clients ask for well-known types by name even when no served file imports them.
@@ -81,12 +78,7 @@ export function buildRoutes(options: BuildRoutesOptions): ServiceRoutes {
       ...(options.reflectionFiles ?? []),
       ...wellKnownFiles,
     ],
-    serviceNames: [
-      ...serviceNames,
-      Health.typeName,
-      reflectionV1.ServerReflection.typeName,
-      reflectionV1alpha.ServerReflection.typeName,
-    ],
+    serviceNames: [...serviceNames, Health.typeName, reflectionV1.ServerReflection.typeName, reflectionV1alpha.ServerReflection.typeName],
   });
   const interceptors = [...(options.interceptors ?? [])];
   const healthService = createHealthService(health);

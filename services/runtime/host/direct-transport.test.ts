@@ -2,7 +2,7 @@
 // memory: every behaviour in the table must come out the same through both.
 import { clone, create, createFileRegistry, toJson, type JsonValue } from "@bufbuild/protobuf";
 import type { GenService } from "@bufbuild/protobuf/codegenv2";
-import { FileDescriptorProtoSchema, StringValueSchema, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
+import { FileDescriptorProtoSchema, type StringValueSchema, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
 import {
   Code,
   ConnectError,
@@ -187,10 +187,7 @@ async function getBook(s: Setup, name: string, options: CallOptions = {}): Promi
   let header: Headers | undefined;
   let trailer: Headers | undefined;
   try {
-    const book = await client.getBook(
-      { name },
-      { ...options, onHeader: (h) => (header = h), onTrailer: (h) => (trailer = h) },
-    );
+    const book = await client.getBook({ name }, { ...options, onHeader: (h) => (header = h), onTrailer: (h) => (trailer = h) });
     return {
       ok: true,
       message: toJson(BookSchema, book),
@@ -355,7 +352,10 @@ const table: Row[] = [
     run: (s) => watchShelf(s, -2, { headers: { "x-request-id": "req-6" } }),
     check(t, outcome) {
       t.like(outcome, { ok: false, code: "FailedPrecondition", rawMessage: "shelf closed" });
-      t.deepEqual(outcome.events, [1, 2].map((sequence) => ({ shelfId: "7", sequence, note: "req-6" })));
+      t.deepEqual(
+        outcome.events,
+        [1, 2].map((sequence) => ({ shelfId: "7", sequence, note: "req-6" })),
+      );
     },
   },
   {
@@ -400,7 +400,6 @@ const table: Row[] = [
     },
   },
 ];
-
 
 function logged(s: Setup) {
   return s.logger.lines
@@ -457,9 +456,13 @@ test("a response the handler froze reaches every caller as that one instance, un
   const [a, b] = await Promise.all([client.getBook({}), client.getBook({})]);
   t.is(a, shared);
   t.is(b, shared);
-  t.throws(() => {
-    (a as { title: string }).title = "changed";
-  }, { instanceOf: TypeError }, "nobody can change it (ESM code is strict)");
+  t.throws(
+    () => {
+      (a as { title: string }).title = "changed";
+    },
+    { instanceOf: TypeError },
+    "nobody can change it (ESM code is strict)",
+  );
 });
 
 test("without defensive copies the handler gets the caller's request and the caller the handler's answer", async (t) => {

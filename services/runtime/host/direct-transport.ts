@@ -432,22 +432,19 @@ function serveUnary(binding: Binding, wireReq: UnaryRequest, call: Call): () => 
     try {
       const message = binding.copies ? clone(method.input, wireReq.message) : wireReq.message;
       const req = serverRequest(call, binding, false, wireReq.header, message);
-      const res = (await applyInterceptors(
-        async (handlerReq) => {
-          const ctx = handlerContext(call, binding, handlerReq, responseHeader, responseTrailer);
-          const output = await spec.impl((handlerReq as UnaryRequest).message as never, ctx);
-          const res: Writable<UnaryResponse> = {
-            stream: false,
-            service: method.parent,
-            method,
-            header: responseHeader,
-            trailer: responseTrailer,
-            message: create(method.output, output),
-          };
-          return res;
-        },
-        binding.interceptors,
-      )(req)) as UnaryResponse;
+      const res = (await applyInterceptors(async (handlerReq) => {
+        const ctx = handlerContext(call, binding, handlerReq, responseHeader, responseTrailer);
+        const output = await spec.impl((handlerReq as UnaryRequest).message as never, ctx);
+        const res: Writable<UnaryResponse> = {
+          stream: false,
+          service: method.parent,
+          method,
+          header: responseHeader,
+          trailer: responseTrailer,
+          message: create(method.output, output),
+        };
+        return res;
+      }, binding.interceptors)(req)) as UnaryResponse;
       call.server.end(CALL_ENDED);
       if (!binding.copies) return res;
       const answer: Writable<UnaryResponse> = {
@@ -614,8 +611,7 @@ function settleCallWith<T>(source: AsyncIterable<T>, call: Call): AsyncIterable<
  * The server's error object never reaches the caller, so neither side can change the other's.
  */
 function wireError(error: unknown, header: Headers, trailer: Headers, stream: boolean): ConnectError {
-  const served =
-    error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+  const served = error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal, undefined, undefined, error);
   let metadata: Headers;
   if (stream) {
     // A stream's error travels in its end message with the trailers; the client then appends the

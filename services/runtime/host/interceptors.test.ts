@@ -4,10 +4,7 @@ import { Code, ConnectError, createClient, createRouterTransport, type ServiceIm
 import test from "ava";
 import { Health, HealthCheckResponse_ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
 import { errorInterceptor } from "./interceptors/error-interceptor.js";
-import {
-  forwardRequestIdInterceptor,
-  requestContextInterceptor,
-} from "./interceptors/request-context-interceptor.js";
+import { forwardRequestIdInterceptor, requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { getRequestId, requestContext } from "./request-context.js";
 import { memoryLogger } from "./test-fixtures.js";
 
@@ -68,7 +65,7 @@ test("an error thrown mid-stream is hidden as internal error and logged", async 
   t.is(ConnectError.from(err).code, Code.Internal);
   t.is(ConnectError.from(err).rawMessage, "internal error");
   const logged = logger.lines.find((line) => line.level === "error");
-  t.regex((logged?.obj.err as Error).message, /reading 'pool'/);
+  t.regex((logged?.obj.err as Error | undefined)?.message ?? "", /reading 'pool'/);
   t.is(logged?.obj.rpc, "grpc.health.v1.Health/Watch");
 });
 

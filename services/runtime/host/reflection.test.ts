@@ -73,12 +73,9 @@ test("v1alpha reflection answers raw grpc-js requests on one stream", async (t) 
     keepCase: true,
     oneofs: true,
   });
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
   const proto = grpc.loadPackageDefinition(definition) as any;
-  const client = new proto.grpc.reflection.v1alpha.ServerReflection(
-    `127.0.0.1:${host.port}`,
-    grpc.credentials.createInsecure(),
-  );
+  const client = new proto.grpc.reflection.v1alpha.ServerReflection(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure());
   t.teardown(() => client.close());
 
   const stream: grpc.ClientDuplexStream<object, RawReflectionResponse> = client.ServerReflectionInfo();
@@ -95,9 +92,7 @@ test("v1alpha reflection answers raw grpc-js requests on one stream", async (t) 
     return ready ? Promise.resolve(ready) : new Promise((resolve) => waiting.push(resolve));
   };
   const fileNames = (response: RawReflectionResponse): string[] =>
-    (response.file_descriptor_response?.file_descriptor_proto ?? []).map(
-      (bytes) => fromBinary(FileDescriptorProtoSchema, bytes).name,
-    );
+    (response.file_descriptor_response?.file_descriptor_proto ?? []).map((bytes) => fromBinary(FileDescriptorProtoSchema, bytes).name);
 
   const listed = await ask({ list_services: "" });
   t.is(listed.valid_host, "meshwork");
@@ -124,12 +119,8 @@ test("v1alpha reflection answers raw grpc-js requests on one stream", async (t) 
   );
 
   // Already sent on this stream: only the file asked for comes back, not its imports again.
-  t.deepEqual(fileNames(await ask({ file_by_filename: "meshwork/api/v1/options.proto" })), [
-    "meshwork/api/v1/options.proto",
-  ]);
-  t.deepEqual(fileNames(await ask({ file_containing_symbol: "tracking.v1.AssetService.GetAsset" })), [
-    "tracking/v1/asset.proto",
-  ]);
+  t.deepEqual(fileNames(await ask({ file_by_filename: "meshwork/api/v1/options.proto" })), ["meshwork/api/v1/options.proto"]);
+  t.deepEqual(fileNames(await ask({ file_containing_symbol: "tracking.v1.AssetService.GetAsset" })), ["tracking/v1/asset.proto"]);
 
   // Nested types, enum values and well-known types nobody imports are answerable too.
   t.deepEqual(fileNames(await ask({ file_containing_symbol: "grpc.health.v1.HealthCheckResponse.ServingStatus" })), [
@@ -138,9 +129,7 @@ test("v1alpha reflection answers raw grpc-js requests on one stream", async (t) 
   t.deepEqual(fileNames(await ask({ file_containing_symbol: "grpc.health.v1.HealthCheckResponse.SERVING" })), [
     "grpc/health/v1/health.proto",
   ]);
-  t.deepEqual(fileNames(await ask({ file_by_filename: "google/protobuf/empty.proto" })), [
-    "google/protobuf/empty.proto",
-  ]);
+  t.deepEqual(fileNames(await ask({ file_by_filename: "google/protobuf/empty.proto" })), ["google/protobuf/empty.proto"]);
 
   // google.api.http is extension 72295728 of MethodOptions.
   t.deepEqual(

@@ -13,19 +13,12 @@ import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { startServiceHost } from "./service-host.js";
 import { defineService } from "./service-registration.js";
-import {
-  FAILING_ASSET_ID,
-  KNOWN_ASSET_ID,
-  memoryLogger,
-  SECRET_DETAIL,
-  startFixture,
-  type Fixture,
-} from "./test-fixtures.js";
+import { FAILING_ASSET_ID, KNOWN_ASSET_ID, memoryLogger, SECRET_DETAIL, startFixture, type Fixture } from "./test-fixtures.js";
 
 const protoRoot = fileURLToPath(new URL("../../../proto", import.meta.url));
 const googleProtos = fileURLToPath(new URL("../../../node_modules/google-proto-files", import.meta.url));
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
 type GrpcPackage = any;
 
 function loadProto(file: string): GrpcPackage {
@@ -41,15 +34,12 @@ function loadProto(file: string): GrpcPackage {
 
 function unary<T>(client: grpc.Client, method: string, request: object, metadata = new grpc.Metadata()): Promise<T> {
   return new Promise((resolve, reject) => {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
     (client as any)[method](request, metadata, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
   });
 }
 
-const standardInterceptors = (logger: Parameters<typeof errorInterceptor>[0]) => [
-  requestContextInterceptor,
-  errorInterceptor(logger),
-];
+const standardInterceptors = (logger: Parameters<typeof errorInterceptor>[0]) => [requestContextInterceptor, errorInterceptor(logger)];
 
 async function withFixture(t: { teardown(fn: () => Promise<void>): void }): Promise<Fixture> {
   const fixture = await startFixture(standardInterceptors);
@@ -63,11 +53,9 @@ test("gRPC: grpc-js, loading the .proto files, calls GetAsset", async (t) => {
   const client = new tracking.tracking.v1.AssetService(`127.0.0.1:${host.port}`, grpc.credentials.createInsecure());
   t.teardown(() => client.close());
 
-  const asset = await unary<{ id: string; name: string; speedThresholdKmh: number; createdAt: { seconds: string } }>(
-    client,
-    "GetAsset",
-    { id: KNOWN_ASSET_ID },
-  );
+  const asset = await unary<{ id: string; name: string; speedThresholdKmh: number; createdAt: { seconds: string } }>(client, "GetAsset", {
+    id: KNOWN_ASSET_ID,
+  });
   t.is(asset.id, KNOWN_ASSET_ID);
   t.is(asset.name, "Van 7");
   t.is(asset.speedThresholdKmh, 90);
@@ -94,7 +82,7 @@ test("gRPC: a ConnectError keeps its code; a bare Error becomes INTERNAL without
 
   const logged = logger.lines.find((line) => line.level === "error");
   t.truthy(logged, "the original error is logged");
-  t.is((logged?.obj.err as Error).message, SECRET_DETAIL);
+  t.is((logged?.obj.err as Error | undefined)?.message, SECRET_DETAIL);
   t.is(logged?.obj.rpc, "tracking.v1.AssetService/GetAsset");
 });
 
@@ -203,13 +191,10 @@ test("health List answers every entry", async (t) => {
   host.health.setStatus("", "NOT_SERVING");
   const client = createClient(Health, createConnectTransport({ baseUrl: url, httpVersion: "2" }));
   const { statuses } = await client.list({});
-  t.deepEqual(
-    Object.fromEntries(Object.entries(statuses).map(([name, response]) => [name, response.status])),
-    {
-      "": HealthCheckResponse_ServingStatus.NOT_SERVING,
-      "tracking.v1.AssetService": HealthCheckResponse_ServingStatus.SERVING,
-    },
-  );
+  t.deepEqual(Object.fromEntries(Object.entries(statuses).map(([name, response]) => [name, response.status])), {
+    "": HealthCheckResponse_ServingStatus.NOT_SERVING,
+    "tracking.v1.AssetService": HealthCheckResponse_ServingStatus.SERVING,
+  });
 });
 
 test("close(): a Watch sees NOT_SERVING and ends, then the port refuses calls", async (t) => {
@@ -271,10 +256,7 @@ test("close() lets a running call finish, and cancels one that outlives the grac
 
   const logger = memoryLogger();
   const strict = await startServiceHost({ host: "127.0.0.1", port: 0, routes, logger, shutdownGraceMs: 50 });
-  const strictClient = createClient(
-    AssetService,
-    createConnectTransport({ baseUrl: `http://127.0.0.1:${strict.port}`, httpVersion: "2" }),
-  );
+  const strictClient = createClient(AssetService, createConnectTransport({ baseUrl: `http://127.0.0.1:${strict.port}`, httpVersion: "2" }));
   const stuckEntered = handlerEntered("stuck");
   const stuck = strictClient.getAsset({ id: "stuck" });
   await stuckEntered;
@@ -286,8 +268,6 @@ test("close() lets a running call finish, and cancels one that outlives the grac
 
 test("startServiceHost rejects when the port is taken", async (t) => {
   const { host, routes } = await withFixture(t);
-  const err = await t.throwsAsync(
-    startServiceHost({ host: "127.0.0.1", port: host.port, routes, logger: memoryLogger() }),
-  );
+  const err = await t.throwsAsync(startServiceHost({ host: "127.0.0.1", port: host.port, routes, logger: memoryLogger() }));
   t.is((err as NodeJS.ErrnoException).code, "EADDRINUSE");
 });

@@ -38,9 +38,7 @@ export async function startServiceHost(options: StartServiceHostOptions): Promis
   const shutdown = new AbortController();
   // Every running call links its signal to this one: more than ten at once is load, not a leak.
   setMaxListeners(0, shutdown.signal);
-  const server = http2.createServer(
-    connectNodeAdapter({ routes, shutdownSignal: shutdown.signal }),
-  );
+  const server = http2.createServer(connectNodeAdapter({ routes, shutdownSignal: shutdown.signal }));
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
     sessions.add(session);

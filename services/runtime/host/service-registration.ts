@@ -12,9 +12,6 @@ export interface ServiceRegistration {
   readonly impl: object;
 }
 
-export function defineService<S extends DescService>(
-  service: S,
-  impl: Partial<ServiceImpl<S>>,
-): ServiceRegistration {
+export function defineService<S extends DescService>(service: S, impl: Partial<ServiceImpl<S>>): ServiceRegistration {
   return { service, impl };
 }

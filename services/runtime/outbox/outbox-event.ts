@@ -1,5 +1,5 @@
 // The outbox row: an event committed with the domain change that caused it, waiting for the relay to publish it.
-import { EntitySchema, types, type Opt } from '@mikro-orm/core';
+import { EntitySchema, types, type Opt } from "@mikro-orm/core";
 
 export interface OutboxEventRow {
   /** The event id; published as Nats-Msg-Id so a repeated publish is dropped by the bus. */
@@ -17,16 +17,16 @@ export interface OutboxEventRow {
 // The table also has a `seq` identity column the relay orders by (created_at ties within a transaction).
 // It is left unmapped so inserts never name it and the database always assigns it.
 export const OutboxEvent = new EntitySchema<OutboxEventRow>({
-  name: 'OutboxEvent',
-  tableName: 'outbox_event',
+  name: "OutboxEvent",
+  tableName: "outbox_event",
   properties: {
-    id: { type: 'uuid', primary: true },
-    subject: { type: 'text' },
-    payload: { type: types.uint8array, columnType: 'bytea' },
-    headers: { type: 'json', columnType: 'jsonb' },
-    createdAt: { type: 'datetime', columnType: 'timestamptz' },
-    publishedAt: { type: 'datetime', columnType: 'timestamptz', nullable: true, default: null },
-    attempts: { type: 'integer', default: 0 },
-    lastError: { type: 'text', nullable: true, default: null },
+    id: { type: "uuid", primary: true },
+    subject: { type: "text" },
+    payload: { type: types.uint8array, columnType: "bytea" },
+    headers: { type: "json", columnType: "jsonb" },
+    createdAt: { type: "datetime", columnType: "timestamptz" },
+    publishedAt: { type: "datetime", columnType: "timestamptz", nullable: true, default: null },
+    attempts: { type: "integer", default: 0 },
+    lastError: { type: "text", nullable: true, default: null },
   },
 });

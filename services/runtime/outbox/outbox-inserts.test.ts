@@ -4,13 +4,20 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import test from "ava";
 import { outboxInserts } from "./record-events.js";
 
-const event = (i: number) => ({ subject: "testing.v1.thing.done", schema: StringValueSchema, message: create(StringValueSchema, { value: `n${i}` }) });
+const event = (i: number) => ({
+  subject: "testing.v1.thing.done",
+  schema: StringValueSchema,
+  message: create(StringValueSchema, { value: `n${i}` }),
+});
 
 test("one statement per 5,000 events, ids in the order given, each with as many bindings as placeholders", (t) => {
   const events = Array.from({ length: 5_001 }, (_, i) => event(i));
   const inserts = outboxInserts(events);
   t.is(inserts.length, 2);
-  t.deepEqual(inserts.map((i) => i.ids.length), [5_000, 1]);
+  t.deepEqual(
+    inserts.map((i) => i.ids.length),
+    [5_000, 1],
+  );
   for (const insert of inserts) {
     t.is(insert.sql.match(/\?/g)?.length, insert.bindings.length);
     t.notRegex(insert.sql, /;\s*$/);
@@ -25,5 +32,8 @@ test("given ids are kept, a bad one is refused, and no events make no statement"
   t.is(insert!.bindings[1], `{${id}}`);
   t.throws(() => outboxInserts([{ ...event(1), id: "nope" }]), { message: /must be a UUID/ });
   t.deepEqual(outboxInserts([]), []);
-  t.deepEqual(outboxInserts([{ subject: "s", schema: StringValueSchema, payload: toBinary(StringValueSchema, create(StringValueSchema)) }]).length, 1);
+  t.deepEqual(
+    outboxInserts([{ subject: "s", schema: StringValueSchema, payload: toBinary(StringValueSchema, create(StringValueSchema)) }]).length,
+    1,
+  );
 });

@@ -1,8 +1,8 @@
 // Publishes committed outbox rows to the bus in creation order and marks them published. Woken by notify()
 // after a commit, and polling as well, so an event committed just before a crash goes out on the next start.
-import type { EventBus } from '../bus/index.js';
-import type { Database, Logger } from '../database/index.js';
-import { arrayLiteral, queryOn } from './sql.js';
+import type { EventBus } from "../bus/index.js";
+import type { Database, Logger } from "../database/index.js";
+import { arrayLiteral, queryOn } from "./sql.js";
 
 export interface OutboxRelayOptions {
   db: Database;
@@ -51,7 +51,7 @@ interface BatchResult {
 
 export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const { db, bus } = options;
-  const logger = options.logger.child({ component: 'outbox-relay' });
+  const logger = options.logger.child({ component: "outbox-relay" });
   const pollIntervalMs = options.pollIntervalMs ?? 1_000;
   const batchSize = options.batchSize ?? 2_000;
   const publishWindow = Math.max(1, options.publishWindow ?? 500);
@@ -96,7 +96,10 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         await q(`update "outbox_event" set "attempts" = "attempts" + 1, "last_error" = ? where "id" = ?`, [describe(error), failed.id]);
       }
       if (published.length > 0) {
-        await q(`update "outbox_event" set "published_at" = ? where "id" = any(?::uuid[])`, [new Date().toISOString(), arrayLiteral.uuids(published)]);
+        await q(`update "outbox_event" set "published_at" = ? where "id" = any(?::uuid[])`, [
+          new Date().toISOString(),
+          arrayLiteral.uuids(published),
+        ]);
       }
       return { published: published.length, more: rows.length === batchSize, error: failed ? error : undefined };
     });
@@ -115,8 +118,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     // Rows of a batch mostly share their headers (same event type, same request): each distinct
     // text is parsed once, and every publish gets its own copy.
     const parsed = new Map<string, Record<string, string>>();
-    const headersOf = (raw: PendingRow['headers']): Record<string, string> => {
-      if (typeof raw !== 'string') return toHeaders(raw);
+    const headersOf = (raw: PendingRow["headers"]): Record<string, string> => {
+      if (typeof raw !== "string") return toHeaders(raw);
       let headers = parsed.get(raw);
       if (!headers) parsed.set(raw, (headers = toHeaders(raw)));
       return { ...headers };
@@ -130,7 +133,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       let failed: PendingRow | undefined;
       let error: unknown;
       outcomes.forEach((outcome, i) => {
-        if (outcome.status === 'fulfilled') published.push(window[i]!.id);
+        if (outcome.status === "fulfilled") published.push(window[i]!.id);
         else if (!failed) {
           failed = window[i];
           error = outcome.reason;
@@ -162,17 +165,17 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         if (!result.more) break;
         if (stopped) return;
       }
-      if (failures > 0) logger.info({ failures }, 'outbox relay recovered');
+      if (failures > 0) logger.info({ failures }, "outbox relay recovered");
       failures = 0;
       backingOff = false;
-      if (total > 0) logger.debug({ published: total }, 'outbox events published');
+      if (total > 0) logger.debug({ published: total }, "outbox events published");
       schedule(pollIntervalMs);
     } catch (err) {
       failures++;
       backingOff = true;
       const delayMs = Math.min(retryInitial * 2 ** Math.min(failures - 1, 30), retryMax);
       const log = failures >= 5 ? logger.error.bind(logger) : logger.warn.bind(logger);
-      log({ err, failures, delayMs, published: total }, 'outbox relay failed; retrying');
+      log({ err, failures, delayMs, published: total }, "outbox relay failed; retrying");
       schedule(delayMs);
     }
   }
@@ -219,9 +222,9 @@ function toBytes(payload: Uint8Array): Uint8Array {
   return new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength);
 }
 
-function toHeaders(raw: PendingRow['headers']): Record<string, string> {
+function toHeaders(raw: PendingRow["headers"]): Record<string, string> {
   if (!raw) return {};
-  const parsed: unknown = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  const parsed: unknown = typeof raw === "string" ? JSON.parse(raw) : raw;
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) headers[key] = String(value);
   return headers;

@@ -1,22 +1,22 @@
 // The outbox end to end: events commit (or roll back) with the change, reach the bus in order, survive a
 // crash between commit and publish, outlast a failing bus, and are shared between relays without repeats;
 // recordEvents writes the same rows as recordEvent, many in one statement.
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { StringValueSchema } from '@bufbuild/protobuf/wkt';
-import { EntitySchema } from '@mikro-orm/core';
-import { Migration } from '@mikro-orm/migrations';
-import { ROOT_CONTEXT, context, propagation, trace, TraceFlags, type Context, type ContextManager } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import test, { type ExecutionContext } from 'ava';
-import { connect } from 'nats';
-import { openBus, type BusMessage, type EventBus } from '../bus/index.js';
-import { openDatabase, type Database, type DatabaseModule } from '../database/index.js';
-import { createTestDatabaseUrl, realInfra, testLogger } from '../testing/index.js';
-import { OutboxEvent, outboxModule, recordEvent, recordEvents, startOutboxRelay } from './index.js';
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { StringValueSchema } from "@bufbuild/protobuf/wkt";
+import { EntitySchema } from "@mikro-orm/core";
+import { Migration } from "@mikro-orm/migrations";
+import { ROOT_CONTEXT, context, propagation, trace, TraceFlags, type Context, type ContextManager } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import test, { type ExecutionContext } from "ava";
+import { connect } from "nats";
+import { openBus, type BusMessage, type EventBus } from "../bus/index.js";
+import { openDatabase, type Database, type DatabaseModule } from "../database/index.js";
+import { createTestDatabaseUrl, realInfra, testLogger } from "../testing/index.js";
+import { OutboxEvent, outboxModule, recordEvent, recordEvents, startOutboxRelay } from "./index.js";
 
 interface Widget {
   id: string;
@@ -24,9 +24,9 @@ interface Widget {
 }
 
 const WidgetEntity = new EntitySchema<Widget>({
-  name: 'Widget',
-  tableName: 'outboxtest_widget',
-  properties: { id: { type: 'uuid', primary: true }, name: { type: 'text' } },
+  name: "Widget",
+  tableName: "outboxtest_widget",
+  properties: { id: { type: "uuid", primary: true }, name: { type: "text" } },
 });
 
 class CreateWidget extends Migration {
@@ -36,9 +36,9 @@ class CreateWidget extends Migration {
 }
 
 const widgets: DatabaseModule = {
-  name: 'widgets',
+  name: "widgets",
   entities: [WidgetEntity],
-  migrations: [{ name: 'widgets-0001-widget', class: CreateWidget }],
+  migrations: [{ name: "widgets-0001-widget", class: CreateWidget }],
 };
 
 /** Enough of a context manager for synchronous context.with(), so the test needs no SDK. */
@@ -47,7 +47,12 @@ class SyncContextManager implements ContextManager {
   active(): Context {
     return this.current;
   }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     const previous = this.current;
     this.current = ctx;
     try {
@@ -69,9 +74,9 @@ class SyncContextManager implements ContextManager {
 context.setGlobalContextManager(new SyncContextManager());
 propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 
-const logger = testLogger('outbox.test');
+const logger = testLogger("outbox.test");
 const infra = realInfra();
-const targets = infra.databaseUrl ? ['embedded', 'postgres'] : ['embedded'];
+const targets = infra.databaseUrl ? ["embedded", "postgres"] : ["embedded"];
 
 interface Fixture {
   /** Opens the database at this test's place; call again to simulate a process restart. */
@@ -84,10 +89,10 @@ interface Fixture {
 }
 
 async function fixture(t: ExecutionContext, target: string): Promise<Fixture> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'meshwork-outbox-'));
+  const dataDir = await mkdtemp(join(tmpdir(), "meshwork-outbox-"));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   let url: string | undefined;
-  if (target === 'postgres') {
+  if (target === "postgres") {
     const created = await createTestDatabaseUrl(infra.databaseUrl!);
     t.teardown(() => created.drop());
     url = created.url;
@@ -99,7 +104,7 @@ async function fixture(t: ExecutionContext, target: string): Promise<Fixture> {
     return db;
   };
 
-  const suffix = randomBytes(4).toString('hex');
+  const suffix = randomBytes(4).toString("hex");
   const stream = `OUTBOXTEST_${suffix.toUpperCase()}`;
   const prefix = `outboxtest${suffix}`;
   const bus = await openBus({ url: infra.natsUrl, logger });
@@ -150,61 +155,77 @@ const text = (m: BusMessage) => fromBinary(StringValueSchema, m.data).value;
 for (const target of targets) {
   const name = (title: string) => `${target}: ${title}`;
 
-  test(name('an event commits with its change, and a rollback leaves neither'), async (t) => {
+  test(name("an event commits with its change, and a rollback leaves neither"), async (t) => {
     const { open, subject } = await fixture(t, target);
     const db = await open();
-    const spanContext = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.SAMPLED };
+    const spanContext = { traceId: "a".repeat(32), spanId: "b".repeat(16), traceFlags: TraceFlags.SAMPLED };
 
     const id = await db.em().transactional(async (em) => {
-      em.create(WidgetEntity, { id: crypto.randomUUID(), name: 'kept' });
+      em.create(WidgetEntity, { id: crypto.randomUUID(), name: "kept" });
       return context.with(trace.setSpanContext(ROOT_CONTEXT, spanContext), () =>
         recordEvent(em, {
-          subject: subject('widget.created'),
+          subject: subject("widget.created"),
           schema: StringValueSchema,
-          message: create(StringValueSchema, { value: 'kept' }),
-          headers: { 'x-tenant': 't1' },
+          message: create(StringValueSchema, { value: "kept" }),
+          headers: { "x-tenant": "t1" },
         }),
       );
     });
     const row = await db.em().findOneOrFail(OutboxEvent, { id });
-    t.is(row.subject, subject('widget.created'));
-    t.is(fromBinary(StringValueSchema, row.payload).value, 'kept');
+    t.is(row.subject, subject("widget.created"));
+    t.is(fromBinary(StringValueSchema, row.payload).value, "kept");
     t.is(row.publishedAt, null);
     t.is(row.attempts, 0);
     t.like(row.headers, {
-      traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`,
-      'x-tenant': 't1',
-      'content-type': 'application/protobuf',
-      'proto-message': 'google.protobuf.StringValue',
+      traceparent: `00-${"a".repeat(32)}-${"b".repeat(16)}-01`,
+      "x-tenant": "t1",
+      "content-type": "application/protobuf",
+      "proto-message": "google.protobuf.StringValue",
     });
 
     await t.throwsAsync(
       db.em().transactional(async (em) => {
-        em.create(WidgetEntity, { id: crypto.randomUUID(), name: 'lost' });
-        recordEvent(em, { subject: subject('widget.created'), schema: StringValueSchema, message: create(StringValueSchema, { value: 'lost' }) });
+        em.create(WidgetEntity, { id: crypto.randomUUID(), name: "lost" });
+        recordEvent(em, {
+          subject: subject("widget.created"),
+          schema: StringValueSchema,
+          message: create(StringValueSchema, { value: "lost" }),
+        });
         await em.flush();
-        throw new Error('domain rule broken');
+        throw new Error("domain rule broken");
       }),
-      { message: 'domain rule broken' },
+      { message: "domain rule broken" },
     );
     t.is(await db.em().count(OutboxEvent), 1);
     t.deepEqual(
       (await db.em().find(WidgetEntity, {})).map((w) => w.name),
-      ['kept'],
+      ["kept"],
     );
-    t.throws(() => recordEvent(db.em(), { id: 'not-a-uuid', subject: subject('x'), schema: StringValueSchema, message: create(StringValueSchema) }), {
-      message: /UUID/,
-    });
+    t.throws(
+      () =>
+        recordEvent(db.em(), { id: "not-a-uuid", subject: subject("x"), schema: StringValueSchema, message: create(StringValueSchema) }),
+      {
+        message: /UUID/,
+      },
+    );
   });
 
-  test(name('the relay publishes in creation order with the event id and headers, and marks rows published'), async (t) => {
+  test(name("the relay publishes in creation order with the event id and headers, and marks rows published"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     const db = await open();
-    const ids = [await addWidget(db, subject('widget.created'), 'w1'), await addWidget(db, subject('widget.created'), 'w2')];
+    const ids = [await addWidget(db, subject("widget.created"), "w1"), await addWidget(db, subject("widget.created"), "w2")];
     ids.push(
       ...(await db.em().transactional(async (em) => [
-        recordEvent(em, { subject: subject('widget.updated'), schema: StringValueSchema, message: create(StringValueSchema, { value: 'w1 renamed' }) }),
-        recordEvent(em, { subject: subject('widget.deleted'), schema: StringValueSchema, message: create(StringValueSchema, { value: 'w2 gone' }) }),
+        recordEvent(em, {
+          subject: subject("widget.updated"),
+          schema: StringValueSchema,
+          message: create(StringValueSchema, { value: "w1 renamed" }),
+        }),
+        recordEvent(em, {
+          subject: subject("widget.deleted"),
+          schema: StringValueSchema,
+          message: create(StringValueSchema, { value: "w2 gone" }),
+        }),
       ])),
     );
 
@@ -212,38 +233,38 @@ for (const target of targets) {
     const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000 });
     t.teardown(() => relay.stop());
     await relay.drain();
-    await until(() => seen.length === 4, 'four events');
-    t.deepEqual(seen.map(text), ['w1', 'w2', 'w1 renamed', 'w2 gone']);
+    await until(() => seen.length === 4, "four events");
+    t.deepEqual(seen.map(text), ["w1", "w2", "w1 renamed", "w2 gone"]);
     t.deepEqual(
       seen.map((m) => m.id),
       ids,
     );
-    t.like(seen[0]!.headers, { 'content-type': 'application/protobuf', 'proto-message': 'google.protobuf.StringValue' });
+    t.like(seen[0]!.headers, { "content-type": "application/protobuf", "proto-message": "google.protobuf.StringValue" });
     t.is(await db.em().count(OutboxEvent, { publishedAt: null }), 0);
 
-    const late = await addWidget(db, subject('widget.created'), 'w3');
+    const late = await addWidget(db, subject("widget.created"), "w3");
     relay.notify();
-    await until(() => seen.length === 5, 'the notified event');
+    await until(() => seen.length === 5, "the notified event");
     t.is(seen[4]!.id, late);
-    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, 'the row to be marked');
+    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, "the row to be marked");
   });
 
-  test(name('an event committed before a crash is published by the next start'), async (t) => {
+  test(name("an event committed before a crash is published by the next start"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     const before = await open();
-    const id = await addWidget(before, subject('widget.created'), 'survivor');
+    const id = await addWidget(before, subject("widget.created"), "survivor");
     await before.close(); // the process dies before any relay ran
 
     const after = await open();
     const relay = startOutboxRelay({ db: after, bus, logger, pollIntervalMs: 60_000 });
     t.teardown(() => relay.stop());
-    await until(() => seen.length === 1, 'the survivor');
+    await until(() => seen.length === 1, "the survivor");
     t.is(seen[0]!.id, id);
-    t.is(text(seen[0]!), 'survivor');
-    await until(async () => (await after.em().findOneOrFail(OutboxEvent, { id })).publishedAt !== null, 'the row to be marked');
+    t.is(text(seen[0]!), "survivor");
+    await until(async () => (await after.em().findOneOrFail(OutboxEvent, { id })).publishedAt !== null, "the row to be marked");
   });
 
-  test(name('a failing bus is retried with backoff; nothing is lost or reordered'), async (t) => {
+  test(name("a failing bus is retried with backoff; nothing is lost or reordered"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     const db = await open();
     let failuresLeft = 2;
@@ -251,28 +272,28 @@ for (const target of targets) {
       ...bus,
       kind: bus.kind,
       async publish(s, data, opts) {
-        if (failuresLeft-- > 0) throw new Error('bus unavailable');
+        if (failuresLeft-- > 0) throw new Error("bus unavailable");
         return bus.publish(s, data, opts);
       },
     };
     const ids = [];
-    for (const n of ['a', 'b', 'c']) ids.push(await addWidget(db, subject('widget.created'), n));
+    for (const n of ["a", "b", "c"]) ids.push(await addWidget(db, subject("widget.created"), n));
 
     const relay = startOutboxRelay({ db, bus: flaky, logger, pollIntervalMs: 60_000, retryInitialDelayMs: 10, retryMaxDelayMs: 50 });
     t.teardown(() => relay.stop());
-    await until(() => seen.length === 3, 'all three after the retries');
-    t.deepEqual(seen.map(text), ['a', 'b', 'c']);
+    await until(() => seen.length === 3, "all three after the retries");
+    t.deepEqual(seen.map(text), ["a", "b", "c"]);
     // The bus sees an event just before the relay's transaction marks it, so wait for the mark.
-    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, 'the rows to be marked');
+    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, "the rows to be marked");
     const first = await db.em().findOneOrFail(OutboxEvent, { id: ids[0]! });
     t.is(first.attempts, 2);
-    t.is(first.lastError, 'bus unavailable');
+    t.is(first.lastError, "bus unavailable");
   });
 
-  test(name('drain() reports a bus that refuses an event'), async (t) => {
+  test(name("drain() reports a bus that refuses an event"), async (t) => {
     const { open, bus, seen } = await fixture(t, target);
     const db = await open();
-    await addWidget(db, `nostream${randomBytes(4).toString('hex')}.widget.created`, 'orphan');
+    await addWidget(db, `nostream${randomBytes(4).toString("hex")}.widget.created`, "orphan");
     const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000, retryInitialDelayMs: 60_000 });
     t.teardown(() => relay.stop());
     await t.throwsAsync(relay.drain());
@@ -280,11 +301,11 @@ for (const target of targets) {
     t.is(await db.em().count(OutboxEvent, { publishedAt: null }), 1);
   });
 
-  test(name('relays running side by side publish every event exactly once'), async (t) => {
+  test(name("relays running side by side publish every event exactly once"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     // Embedded PGlite belongs to one process, so there the relays share it; a real server gets two pools.
     const first = await open();
-    const second = target === 'postgres' ? await open() : first;
+    const second = target === "postgres" ? await open() : first;
     const counts = new Map<string, number>();
     const counting: EventBus = {
       ...bus,
@@ -294,22 +315,27 @@ for (const target of targets) {
       },
     };
     const ids: string[] = [];
-    for (let n = 0; n < 20; n++) ids.push(await addWidget(first, subject('widget.created'), `w${n}`));
+    for (let n = 0; n < 20; n++) ids.push(await addWidget(first, subject("widget.created"), `w${n}`));
 
-    const relays = [first, second, first, second].map((db) => startOutboxRelay({ db, bus: counting, logger, batchSize: 3, pollIntervalMs: 60_000 }));
+    const relays = [first, second, first, second].map((db) =>
+      startOutboxRelay({ db, bus: counting, logger, batchSize: 3, pollIntervalMs: 60_000 }),
+    );
     t.teardown(() => Promise.all(relays.map((r) => r.stop())));
     await Promise.all(relays.map((r) => r.drain()));
-    await until(() => seen.length >= 20, 'twenty events');
+    await until(() => seen.length >= 20, "twenty events");
     t.deepEqual([...counts.keys()].sort(), [...ids].sort());
-    t.true([...counts.values()].every((c) => c === 1), 'no event was published twice');
+    t.true(
+      [...counts.values()].every((c) => c === 1),
+      "no event was published twice",
+    );
     t.is(seen.length, 20);
   });
 
-  test(name('recordEvents writes what recordEvent writes, in order, each with its own trace context'), async (t) => {
+  test(name("recordEvents writes what recordEvent writes, in order, each with its own trace context"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     const db = await open();
-    const spanA = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.SAMPLED };
-    const spanC = { traceId: 'c'.repeat(32), spanId: 'd'.repeat(16), traceFlags: TraceFlags.SAMPLED };
+    const spanA = { traceId: "a".repeat(32), spanId: "b".repeat(16), traceFlags: TraceFlags.SAMPLED };
+    const spanC = { traceId: "c".repeat(32), spanId: "d".repeat(16), traceFlags: TraceFlags.SAMPLED };
     const other = trace.setSpanContext(ROOT_CONTEXT, spanC);
     const message = (value: string) => create(StringValueSchema, { value });
     const givenId = crypto.randomUUID();
@@ -317,11 +343,16 @@ for (const target of targets) {
     const ids = await db.em().transactional((em) =>
       context.with(trace.setSpanContext(ROOT_CONTEXT, spanA), async () => {
         // Recorded first, still waiting in the unit of work: it must stay first.
-        const single = recordEvent(em, { subject: subject('widget.created'), schema: StringValueSchema, message: message('one') });
+        const single = recordEvent(em, { subject: subject("widget.created"), schema: StringValueSchema, message: message("one") });
         const many = await recordEvents(em, [
-          { subject: subject('widget.updated'), schema: StringValueSchema, message: message('two'), id: givenId },
-          { subject: subject('widget.updated'), schema: StringValueSchema, payload: toBinary(StringValueSchema, message('three')), headers: { 'x-tenant': 't1' } },
-          { subject: subject('widget.deleted'), schema: StringValueSchema, message: message('four'), context: other },
+          { subject: subject("widget.updated"), schema: StringValueSchema, message: message("two"), id: givenId },
+          {
+            subject: subject("widget.updated"),
+            schema: StringValueSchema,
+            payload: toBinary(StringValueSchema, message("three")),
+            headers: { "x-tenant": "t1" },
+          },
+          { subject: subject("widget.deleted"), schema: StringValueSchema, message: message("four"), context: other },
         ]);
         return [single, ...many];
       }),
@@ -332,14 +363,14 @@ for (const target of targets) {
     const rows = await db.em().find(OutboxEvent, { id: { $in: ids } });
     const byId = new Map(rows.map((r) => [r.id, r]));
     const traceparent = (span: { traceId: string; spanId: string }) => `00-${span.traceId}-${span.spanId}-01`;
-    const base = { 'content-type': 'application/protobuf', 'proto-message': 'google.protobuf.StringValue' };
+    const base = { "content-type": "application/protobuf", "proto-message": "google.protobuf.StringValue" };
     t.deepEqual(byId.get(ids[0]!)!.headers, { ...base, traceparent: traceparent(spanA) });
-    t.deepEqual(byId.get(ids[1]!)!.headers, { ...base, traceparent: traceparent(spanA) }, 'the same headers as recordEvent');
-    t.deepEqual(byId.get(ids[2]!)!.headers, { ...base, 'x-tenant': 't1', traceparent: traceparent(spanA) });
-    t.deepEqual(byId.get(ids[3]!)!.headers, { ...base, traceparent: traceparent(spanC) }, 'the context given wins over the active one');
+    t.deepEqual(byId.get(ids[1]!)!.headers, { ...base, traceparent: traceparent(spanA) }, "the same headers as recordEvent");
+    t.deepEqual(byId.get(ids[2]!)!.headers, { ...base, "x-tenant": "t1", traceparent: traceparent(spanA) });
+    t.deepEqual(byId.get(ids[3]!)!.headers, { ...base, traceparent: traceparent(spanC) }, "the context given wins over the active one");
     t.deepEqual(
       ids.map((id) => fromBinary(StringValueSchema, byId.get(id)!.payload).value),
-      ['one', 'two', 'three', 'four'],
+      ["one", "two", "three", "four"],
     );
     for (const row of rows) {
       t.is(row.publishedAt, null);
@@ -350,13 +381,13 @@ for (const target of targets) {
     // A rollback takes them away with the change.
     await t.throwsAsync(
       db.em().transactional(async (em) => {
-        await recordEvents(em, [{ subject: subject('widget.created'), schema: StringValueSchema, message: message('lost') }]);
-        throw new Error('domain rule broken');
+        await recordEvents(em, [{ subject: subject("widget.created"), schema: StringValueSchema, message: message("lost") }]);
+        throw new Error("domain rule broken");
       }),
-      { message: 'domain rule broken' },
+      { message: "domain rule broken" },
     );
     t.is(await db.em().count(OutboxEvent), 4);
-    await t.throwsAsync(recordEvents(db.em(), [{ id: 'nope', subject: subject('x'), schema: StringValueSchema, message: message('') }]), {
+    await t.throwsAsync(recordEvents(db.em(), [{ id: "nope", subject: subject("x"), schema: StringValueSchema, message: message("") }]), {
       message: /UUID/,
     });
     t.deepEqual(await recordEvents(db.em(), []), []);
@@ -364,8 +395,8 @@ for (const target of targets) {
     const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000 });
     t.teardown(() => relay.stop());
     await relay.drain();
-    await until(() => seen.length === 4, 'four events');
-    t.deepEqual(seen.map(text), ['one', 'two', 'three', 'four']);
+    await until(() => seen.length === 4, "four events");
+    t.deepEqual(seen.map(text), ["one", "two", "three", "four"]);
     t.deepEqual(
       seen.map((m) => m.id),
       ids,
@@ -373,7 +404,7 @@ for (const target of targets) {
     t.is(seen[3]!.headers.traceparent, traceparent(spanC));
   });
 
-  test(name('a large backlog goes out in order through the publish window, every event once'), async (t) => {
+  test(name("a large backlog goes out in order through the publish window, every event once"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     const db = await open();
     const values = Array.from({ length: 260 }, (_, i) => `e${i}`);
@@ -382,7 +413,11 @@ for (const target of targets) {
       await db.em().transactional((em) =>
         recordEvents(
           em,
-          part.map((value) => ({ subject: subject('widget.created'), schema: StringValueSchema, message: create(StringValueSchema, { value }) })),
+          part.map((value) => ({
+            subject: subject("widget.created"),
+            schema: StringValueSchema,
+            message: create(StringValueSchema, { value }),
+          })),
         ),
       );
     }
@@ -397,20 +432,27 @@ for (const target of targets) {
     const relay = startOutboxRelay({ db, bus: counting, logger, batchSize: 100, publishWindow: 16, pollIntervalMs: 60_000 });
     t.teardown(() => relay.stop());
     await relay.drain();
-    await until(() => seen.length === values.length, 'every event');
+    await until(() => seen.length === values.length, "every event");
     t.deepEqual(seen.map(text), values);
-    t.true([...counts.values()].every((c) => c === 1), 'no event was published twice');
+    t.true(
+      [...counts.values()].every((c) => c === 1),
+      "no event was published twice",
+    );
     t.is(await db.em().count(OutboxEvent, { publishedAt: null }), 0);
   });
 
-  test(name('an event refused in the middle of a window is retried; the others are published once'), async (t) => {
+  test(name("an event refused in the middle of a window is retried; the others are published once"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     const db = await open();
     const values = Array.from({ length: 20 }, (_, i) => `e${i}`);
     await db.em().transactional((em) =>
       recordEvents(
         em,
-        values.map((value) => ({ subject: subject('widget.created'), schema: StringValueSchema, message: create(StringValueSchema, { value }) })),
+        values.map((value) => ({
+          subject: subject("widget.created"),
+          schema: StringValueSchema,
+          message: create(StringValueSchema, { value }),
+        })),
       ),
     );
     const counts = new Map<string, number>();
@@ -419,28 +461,39 @@ for (const target of targets) {
       ...bus,
       kind: bus.kind,
       async publish(s, data, opts) {
-        if (refuse && fromBinary(StringValueSchema, data).value === 'e5') {
+        if (refuse && fromBinary(StringValueSchema, data).value === "e5") {
           refuse = false;
-          throw new Error('bus hiccup');
+          throw new Error("bus hiccup");
         }
         return countAcked(counts, opts.id, bus.publish(s, data, opts));
       },
     };
-    const relay = startOutboxRelay({ db, bus: flaky, logger, publishWindow: 8, pollIntervalMs: 60_000, retryInitialDelayMs: 10, retryMaxDelayMs: 50 });
+    const relay = startOutboxRelay({
+      db,
+      bus: flaky,
+      logger,
+      publishWindow: 8,
+      pollIntervalMs: 60_000,
+      retryInitialDelayMs: 10,
+      retryMaxDelayMs: 50,
+    });
     t.teardown(() => relay.stop());
-    await until(() => seen.length === values.length, 'every event after the retry');
+    await until(() => seen.length === values.length, "every event after the retry");
     t.deepEqual([...seen.map(text)].sort(), [...values].sort());
-    t.true([...counts.values()].every((c) => c === 1), 'no event was published twice');
+    t.true(
+      [...counts.values()].every((c) => c === 1),
+      "no event was published twice",
+    );
     t.is(counts.size, values.length);
-    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, 'the rows to be marked');
-    const refused = (await db.em().find(OutboxEvent, {})).find((r) => fromBinary(StringValueSchema, r.payload).value === 'e5')!;
+    await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, "the rows to be marked");
+    const refused = (await db.em().find(OutboxEvent, {})).find((r) => fromBinary(StringValueSchema, r.payload).value === "e5")!;
     t.is(refused.attempts, 1);
-    t.is(refused.lastError, 'bus hiccup');
+    t.is(refused.lastError, "bus hiccup");
     // Only the window it was in could overtake it: e0 (the probe) and e1..e4 went first.
-    t.deepEqual(seen.slice(0, 5).map(text), ['e0', 'e1', 'e2', 'e3', 'e4']);
+    t.deepEqual(seen.slice(0, 5).map(text), ["e0", "e1", "e2", "e3", "e4"]);
   });
 
-  test(name('notifies close together share one relay cycle; drain() does not wait'), async (t) => {
+  test(name("notifies close together share one relay cycle; drain() does not wait"), async (t) => {
     const { open, bus, subject, seen } = await fixture(t, target);
     const db = await open();
     const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000, coalesceMs: 5_000 });
@@ -449,22 +502,22 @@ for (const target of targets) {
     // The start-up pass must be over before the first row exists: had it published that row, the
     // notify below would queue a cycle that then takes the second row early.
     await relay.drain();
-    await addWidget(db, subject('widget.created'), 'first');
+    await addWidget(db, subject("widget.created"), "first");
     relay.notify();
     // Read from the table, not the subscription: a cycle marks its rows as it ends, while delivery
     // to a subscriber on a loaded machine can take longer than the window.
-    await until(async () => (await unpublished()) === 0, 'the first event');
+    await until(async () => (await unpublished()) === 0, "the first event");
 
     // The cycle that published it started a moment ago: this one waits out the rest of the 5 s.
-    await addWidget(db, subject('widget.created'), 'second');
+    await addWidget(db, subject("widget.created"), "second");
     relay.notify();
     await new Promise((r) => setTimeout(r, 300));
-    t.is(await unpublished(), 1, 'not relayed inside the coalescing window');
-    await until(async () => (await unpublished()) === 0, 'the second event after the window');
+    t.is(await unpublished(), 1, "not relayed inside the coalescing window");
+    await until(async () => (await unpublished()) === 0, "the second event after the window");
 
-    await addWidget(db, subject('widget.created'), 'third');
+    await addWidget(db, subject("widget.created"), "third");
     await relay.drain();
-    await until(() => seen.length === 3, 'the drained event');
-    t.deepEqual(seen.map(text), ['first', 'second', 'third']);
+    await until(() => seen.length === 3, "the drained event");
+    t.deepEqual(seen.map(text), ["first", "second", "third"]);
   });
 }

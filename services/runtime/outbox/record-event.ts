@@ -1,9 +1,9 @@
 // Adds an event to the caller's unit of work, so it commits or rolls back together with the domain change.
-import { randomUUID } from 'node:crypto';
-import { toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
-import type { EntityManager } from '@mikro-orm/core';
-import { context, propagation } from '@opentelemetry/api';
-import { OutboxEvent } from './outbox-event.js';
+import { randomUUID } from "node:crypto";
+import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/core";
+import { context, propagation } from "@opentelemetry/api";
+import { OutboxEvent } from "./outbox-event.js";
 
 export interface RecordEventInput<Desc extends DescMessage> {
   /** `<service>.v1.<entity>.<past-tense verb>` */
@@ -20,9 +20,9 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 /** The headers every event carries before the trace context is added. */
 export function baseHeaders(schema: DescMessage, extra?: Record<string, string>): Record<string, string> {
   return {
-    'content-type': 'application/protobuf',
+    "content-type": "application/protobuf",
     // Lets a consumer (or a human with `nats sub`) decode the payload without knowing the subject map.
-    'proto-message': schema.typeName,
+    "proto-message": schema.typeName,
     ...extra,
   };
 }

@@ -1,12 +1,12 @@
 // Many events in one multi-row insert, for code that records them by the hundred (bulk ingest):
 // the rows are exactly what recordEvent writes — same columns, same headers, trace context
 // included — without one unit-of-work entity per event.
-import { randomUUID } from 'node:crypto';
-import { toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
-import type { EntityManager } from '@mikro-orm/core';
-import { context as otelContext, propagation, type Context } from '@opentelemetry/api';
-import { baseHeaders, UUID } from './record-event.js';
-import { arrayLiteral, queryOn, quoteElement } from './sql.js';
+import { randomUUID } from "node:crypto";
+import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/core";
+import { context as otelContext, propagation, type Context } from "@opentelemetry/api";
+import { baseHeaders, UUID } from "./record-event.js";
+import { arrayLiteral, queryOn, quoteElement } from "./sql.js";
 
 interface BatchEventBase {
   /** `<service>.v1.<entity>.<past-tense verb>` */
@@ -23,7 +23,8 @@ interface BatchEventBase {
 }
 
 /** One event for recordEvents: the message, or its bytes already encoded with toBinary(schema, message). */
-export type BatchEventInput = BatchEventBase & ({ message: MessageShape<DescMessage>; payload?: never } | { payload: Uint8Array; message?: never });
+export type BatchEventInput = BatchEventBase &
+  ({ message: MessageShape<DescMessage>; payload?: never } | { payload: Uint8Array; message?: never });
 
 /** Above this many rows the insert is split, so one statement's parameters stay small. */
 const rowsPerStatement = 5_000;
@@ -70,7 +71,8 @@ export function outboxInserts(events: readonly BatchEventInput[]): OutboxInsert[
     let byType = headerCache.get(ctx);
     if (!byType) headerCache.set(ctx, (byType = new Map()));
     let quoted = byType.get(event.schema.typeName);
-    if (quoted === undefined) byType.set(event.schema.typeName, (quoted = quoteElement(JSON.stringify(headersFor(event.schema, undefined, ctx)))));
+    if (quoted === undefined)
+      byType.set(event.schema.typeName, (quoted = quoteElement(JSON.stringify(headersFor(event.schema, undefined, ctx)))));
     headers.push(quoted);
   }
 
@@ -86,9 +88,9 @@ export function outboxInserts(events: readonly BatchEventInput[]): OutboxInsert[
       bindings: [
         createdAt,
         arrayLiteral.uuids(ids.slice(start, end)),
-        `{${subjects.slice(start, end).join(',')}}`,
+        `{${subjects.slice(start, end).join(",")}}`,
         arrayLiteral.bytes(payloads.slice(start, end)),
-        `{${headers.slice(start, end).join(',')}}`,
+        `{${headers.slice(start, end).join(",")}}`,
       ],
       ids: ids.slice(start, end),
     });

@@ -2,7 +2,7 @@
 // when it has one: arrays travel as PostgreSQL arrays (for `= any(?)` and unnest), and nothing
 // is interpolated into the statement text. Not named (prepared): a cached generic plan made
 // while the outbox was small would keep scanning it whole after it has grown.
-import type { EntityManager } from '@mikro-orm/core';
+import type { EntityManager } from "@mikro-orm/core";
 
 export type Query = <R = Record<string, unknown>>(sql: string, bindings?: readonly unknown[]) => Promise<R[]>;
 
@@ -16,7 +16,7 @@ interface KnexLike {
 
 export function queryOn(em: EntityManager): Query {
   const connection = em.getConnection() as unknown as { getKnex?: () => KnexLike };
-  if (typeof connection.getKnex !== 'function') throw new Error('the outbox needs an SQL entity manager');
+  if (typeof connection.getKnex !== "function") throw new Error("the outbox needs an SQL entity manager");
   const knex = connection.getKnex();
   return async <R>(sql: string, bindings: readonly unknown[] = []) => {
     const raw = knex.raw(sql, bindings);
@@ -33,13 +33,13 @@ export function queryOn(em: EntityManager): Query {
  */
 export const arrayLiteral = {
   /** Values already known to be UUIDs. */
-  uuids: (values: readonly string[]): string => `{${values.join(',')}}`,
+  uuids: (values: readonly string[]): string => `{${values.join(",")}}`,
   /** bytea in hex form (`\x…`, the backslash escaped for the array syntax). */
   bytes: (values: readonly Uint8Array[]): string =>
-    `{${values.map((v) => `\\\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`).join(',')}}`,
+    `{${values.map((v) => `\\\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("hex")}`).join(",")}}`,
 };
 
 /** An array element in double quotes, backslashes and quotes escaped (as node-postgres does). */
 export function quoteElement(value: string): string {
-  return `"${value.replace(/[\\"]/g, '\\$&')}"`;
+  return `"${value.replace(/[\\"]/g, "\\$&")}"`;
 }

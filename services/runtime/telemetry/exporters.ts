@@ -10,12 +10,7 @@ import {
   PeriodicExportingMetricReader,
   type PushMetricExporter,
 } from "@opentelemetry/sdk-metrics";
-import {
-  BatchSpanProcessor,
-  ConsoleSpanExporter,
-  SimpleSpanProcessor,
-  type SpanProcessor,
-} from "@opentelemetry/sdk-trace-base";
+import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { MetricExporterPlan, TraceExporterPlan } from "./telemetry-config.js";
 
 // The SDK's own default; a shorter metric interval caps it, since the SDK refuses a timeout
@@ -31,9 +26,7 @@ export function createSpanProcessor(plan: TraceExporterPlan, serviceName: string
       return new BatchSpanProcessor(new ZipkinExporter({ serviceName, ...(plan.url ? { url: plan.url } : {}) }));
     case "otlp": {
       const config = plan.url ? { url: plan.url } : {};
-      return new BatchSpanProcessor(
-        plan.protocol === "grpc" ? new OtlpGrpcTraceExporter(config) : new OtlpHttpTraceExporter(config),
-      );
+      return new BatchSpanProcessor(plan.protocol === "grpc" ? new OtlpGrpcTraceExporter(config) : new OtlpHttpTraceExporter(config));
     }
   }
 }

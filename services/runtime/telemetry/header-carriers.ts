@@ -22,9 +22,7 @@ export const headerGetter: TextMapGetter<HeaderSource> = {
     return Object.keys(source);
   },
   get(source, key) {
-    const value = hasGet(source)
-      ? source.get(key)
-      : (source[key] ?? source[key.toLowerCase()]);
+    const value = hasGet(source) ? source.get(key) : (source[key] ?? source[key.toLowerCase()]);
     // NATS answers "" for a missing header.
     return value === null || value === "" ? undefined : value;
   },

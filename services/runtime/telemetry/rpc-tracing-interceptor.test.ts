@@ -113,10 +113,7 @@ test.serial("a NotFound is the caller's problem: error status on the client span
 });
 
 test.serial("durations land in rpc.server.call.duration and rpc.client.call.duration", async (t) => {
-  const client = createClient(
-    AssetService,
-    createGrpcTransport({ baseUrl, interceptors: [clientTracingInterceptor(telemetry)] }),
-  );
+  const client = createClient(AssetService, createGrpcTransport({ baseUrl, interceptors: [clientTracingInterceptor(telemetry)] }));
   await client.getAsset({ id: "a-1" });
   await t.throwsAsync(client.getAsset({ id: "missing" }));
 

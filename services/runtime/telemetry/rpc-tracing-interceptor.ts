@@ -10,7 +10,6 @@ import {
   metrics,
   propagation,
   ProxyTracerProvider,
-  type Span,
   SpanKind,
   SpanStatusCode,
   type TextMapPropagator,
@@ -76,13 +75,9 @@ function createRpcInterceptor(side: "server" | "client", options: RpcTracingOpti
     return true;
   };
   const extract = (base: Context, header: Headers): Context =>
-    options.propagator
-      ? options.propagator.extract(base, header, headerGetter)
-      : propagation.extract(base, header, headerGetter);
+    options.propagator ? options.propagator.extract(base, header, headerGetter) : propagation.extract(base, header, headerGetter);
   const inject = (ctx: Context, header: Headers): void =>
-    options.propagator
-      ? options.propagator.inject(ctx, header, headerSetter)
-      : propagation.inject(ctx, header, headerSetter);
+    options.propagator ? options.propagator.inject(ctx, header, headerSetter) : propagation.inject(ctx, header, headerSetter);
 
   // Not an async function: an idle call goes straight on, costing no promise of its own.
   return (next) => (req) => (idle(req.header) ? next(req) : traced(next, req));

@@ -119,10 +119,11 @@ test.serial("none: no exporter, yet context and traceparent still flow across ho
   t.is(result.traceparent, PARENT, "no recording span in between, so the parent passes on as is");
   t.is(outgoing.get("traceparent"), PARENT);
   withExtractedContext(natsHeaders, () => t.is(trace.getActiveSpan()?.spanContext().traceId, TRACE_ID));
-  withExtractedContext(new Headers({ TraceParent: PARENT }), () =>
-    t.is(trace.getActiveSpan()?.spanContext().traceId, TRACE_ID),
+  withExtractedContext(new Headers({ TraceParent: PARENT }), () => t.is(trace.getActiveSpan()?.spanContext().traceId, TRACE_ID));
+  t.deepEqual(
+    logger.lines.filter((l) => l.level === "warn"),
+    [],
   );
-  t.deepEqual(logger.lines.filter((l) => l.level === "warn"), []);
 });
 
 test.serial("OTEL_SDK_DISABLED=true: nothing is registered", async (t) => {

@@ -94,8 +94,10 @@ function describe(plan: { kind: string; protocol?: string; url?: string | undefi
 }
 
 function diagToLogger(logger: Logger) {
-  const write = (level: "error" | "warn" | "info" | "debug") => (message: string, ...args: unknown[]) =>
-    logger[level](args.length > 0 ? { args } : {}, message);
+  const write =
+    (level: "error" | "warn" | "info" | "debug") =>
+    (message: string, ...args: unknown[]) =>
+      logger[level](args.length > 0 ? { args } : {}, message);
   return {
     error: write("error"),
     warn: write("warn"),

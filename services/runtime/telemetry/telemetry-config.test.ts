@@ -83,8 +83,9 @@ for (const { name, settings, traces, metrics } of cases) {
 test("service name: OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES, then the setting", (t) => {
   t.is(planTelemetry({ serviceName: "svc" }).resourceAttributes["service.name"], "svc");
   t.is(
-    planTelemetry({ serviceName: "svc", env: { OTEL_RESOURCE_ATTRIBUTES: "service.name=attr,team=geo" } })
-      .resourceAttributes["service.name"],
+    planTelemetry({ serviceName: "svc", env: { OTEL_RESOURCE_ATTRIBUTES: "service.name=attr,team=geo" } }).resourceAttributes[
+      "service.name"
+    ],
     "attr",
   );
   const plan = planTelemetry({
@@ -117,8 +118,7 @@ test("OTEL_SDK_DISABLED and OTEL_METRIC_EXPORT_INTERVAL", (t) => {
   t.false(planTelemetry({ serviceName: "svc", env: { OTEL_SDK_DISABLED: "false" } }).disabled);
   t.is(planTelemetry({ serviceName: "svc", metricsIntervalMs: 5000 }).metricsIntervalMs, 5000);
   t.is(
-    planTelemetry({ serviceName: "svc", metricsIntervalMs: 5000, env: { OTEL_METRIC_EXPORT_INTERVAL: "1500" } })
-      .metricsIntervalMs,
+    planTelemetry({ serviceName: "svc", metricsIntervalMs: 5000, env: { OTEL_METRIC_EXPORT_INTERVAL: "1500" } }).metricsIntervalMs,
     1500,
   );
 });

@@ -63,20 +63,14 @@ export function planTelemetry(settings: TelemetrySettings): TelemetryPlan {
   const problems: string[] = [];
   const exporter = settings.exporter ?? "console";
 
-  const resourceAttributes: Record<string, string> = parseResourceAttributes(
-    env("OTEL_RESOURCE_ATTRIBUTES"),
-    problems,
-  );
-  resourceAttributes["service.name"] =
-    env("OTEL_SERVICE_NAME") ?? resourceAttributes["service.name"] ?? settings.serviceName;
+  const resourceAttributes: Record<string, string> = parseResourceAttributes(env("OTEL_RESOURCE_ATTRIBUTES"), problems);
+  resourceAttributes["service.name"] = env("OTEL_SERVICE_NAME") ?? resourceAttributes["service.name"] ?? settings.serviceName;
   if (settings.serviceVersion !== undefined && resourceAttributes["service.version"] === undefined) {
     resourceAttributes["service.version"] = settings.serviceVersion;
   }
 
   const protocolFor = (signal: "TRACES" | "METRICS"): OtlpProtocol => {
-    const name = env(`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`)
-      ? `OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`
-      : "OTEL_EXPORTER_OTLP_PROTOCOL";
+    const name = env(`OTEL_EXPORTER_OTLP_${signal}_PROTOCOL`) ? `OTEL_EXPORTER_OTLP_${signal}_PROTOCOL` : "OTEL_EXPORTER_OTLP_PROTOCOL";
     const value = env(name);
     if (value === undefined) {
       return settings.otlpProtocol ?? "http";
@@ -103,10 +97,12 @@ export function planTelemetry(settings: TelemetrySettings): TelemetryPlan {
     return `${base.replace(/\/+$/, "")}/v1/${signal.toLowerCase()}`;
   };
 
-  const traceKinds = exporterList("OTEL_TRACES_EXPORTER", env("OTEL_TRACES_EXPORTER"), ["otlp", "zipkin", "console"], problems)
-    ?? (exporter === "none" ? [] : [exporter]);
-  const metricKinds = exporterList("OTEL_METRICS_EXPORTER", env("OTEL_METRICS_EXPORTER"), ["otlp", "console"], problems)
-    ?? (exporter === "none" || exporter === "zipkin" ? [] : [exporter]);
+  const traceKinds =
+    exporterList("OTEL_TRACES_EXPORTER", env("OTEL_TRACES_EXPORTER"), ["otlp", "zipkin", "console"], problems) ??
+    (exporter === "none" ? [] : [exporter]);
+  const metricKinds =
+    exporterList("OTEL_METRICS_EXPORTER", env("OTEL_METRICS_EXPORTER"), ["otlp", "console"], problems) ??
+    (exporter === "none" || exporter === "zipkin" ? [] : [exporter]);
 
   const traces = traceKinds.map((kind): TraceExporterPlan => {
     switch (kind) {
@@ -153,16 +149,18 @@ export function planTelemetry(settings: TelemetrySettings): TelemetryPlan {
 }
 
 /** undefined when the variable is unset; [] for "none". Unknown names are dropped with a problem. */
-function exporterList<K extends string>(
-  name: string,
-  value: string | undefined,
-  known: readonly K[],
-  problems: string[],
-): K[] | undefined {
+function exporterList<K extends string>(name: string, value: string | undefined, known: readonly K[], problems: string[]): K[] | undefined {
   if (value === undefined) {
     return undefined;
   }
-  const items = [...new Set(value.split(",").map((item) => item.trim()).filter((item) => item !== ""))];
+  const items = [
+    ...new Set(
+      value
+        .split(",")
+        .map((item) => item.trim())
+        .filter((item) => item !== ""),
+    ),
+  ];
   if (items.includes("none")) {
     return [];
   }
@@ -196,4 +194,3 @@ function parseResourceAttributes(value: string | undefined, problems: string[]):
   }
   return attributes;
 }
-

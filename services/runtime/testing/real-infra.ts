@@ -6,8 +6,8 @@ export interface RealInfra {
   natsUrl?: string;
 }
 
-const LOCAL_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
-const LOCAL_NATS = 'nats://127.0.0.1:4222';
+const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres";
+const LOCAL_NATS = "nats://127.0.0.1:4222";
 
 /**
  * DATABASE_URL / NATS_URL select real servers; MESHWORK_TEST_REAL=1 picks the local defaults for whichever
@@ -21,5 +21,5 @@ export function realInfra(env: NodeJS.ProcessEnv = process.env): RealInfra {
 }
 
 function isTruthy(value: string | undefined): boolean {
-  return value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
+  return value !== undefined && value !== "" && value !== "0" && value.toLowerCase() !== "false";
 }

@@ -33,6 +33,9 @@ test("paging: defaults, bounds and errors naming the parameter", (t) => {
   ] as const) {
     const err = t.throws(() => resolvePage(input), { instanceOf: ConnectError }) as ConnectError;
     t.is(err.code, Code.InvalidArgument);
-    t.deepEqual(err.findDetails(BadRequestSchema)[0]!.fieldViolations.map((v) => v.field), [field]);
+    t.deepEqual(
+      err.findDetails(BadRequestSchema)[0]!.fieldViolations.map((v) => v.field),
+      [field],
+    );
   }
 });

@@ -2,7 +2,7 @@
 // inside the limit, the export cap and the acknowledgement inputs.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import test from "ava";
 import { BadRequestSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { ListAlertsRequestSchema } from "../../../gen/tracking/v1/breach_pb.js";
@@ -40,7 +40,11 @@ test("defaults: every row, limit 100, page 1 of 50, json", (t) => {
 
 test("unacknowledged maps to the acknowledged column; ids are lower-cased; since becomes a Date", (t) => {
   const since = new Date("2025-01-02T03:04:05.678Z");
-  const open = resolveAlertQuery({ unacknowledged: true, deviceId: "AAAAAAAA-0000-4000-8000-000000000000", since: timestampFromDate(since) });
+  const open = resolveAlertQuery({
+    unacknowledged: true,
+    deviceId: "AAAAAAAA-0000-4000-8000-000000000000",
+    since: timestampFromDate(since),
+  });
   t.deepEqual(open.filter, { acknowledged: false, deviceId: "aaaaaaaa-0000-4000-8000-000000000000", since });
   t.deepEqual(resolveAlertQuery({ unacknowledged: false }).filter, { acknowledged: true });
   t.is(resolveAlertQuery({ format: " CSV " }).format, "csv");
@@ -48,15 +52,14 @@ test("unacknowledged maps to the acknowledged column; ids are lower-cased; since
 });
 
 test("every bad parameter is named at once, paging ones included", (t) => {
-  t.deepEqual(violatedFields(() => resolveAlertQuery({ deviceId: "x", assetId: "y", limit: 0, format: "xml", page: 0, pageSize: 500 })), [
-    "device_id",
-    "asset_id",
-    "limit",
-    "format",
-    "page",
-    "page_size",
-  ]);
-  t.deepEqual(violatedFields(() => resolveAlertQuery({ pageSize: 201 })), ["page_size"]);
+  t.deepEqual(
+    violatedFields(() => resolveAlertQuery({ deviceId: "x", assetId: "y", limit: 0, format: "xml", page: 0, pageSize: 500 })),
+    ["device_id", "asset_id", "limit", "format", "page", "page_size"],
+  );
+  t.deepEqual(
+    violatedFields(() => resolveAlertQuery({ pageSize: 201 })),
+    ["page_size"],
+  );
 });
 
 test("a page is clipped to the limit and empty past it", (t) => {
@@ -80,9 +83,15 @@ test("acknowledgement inputs: blank by is null, long by refused, ids deduplicate
   t.is(resolveAcknowledgedBy(undefined), null);
   t.is(resolveAcknowledgedBy("  "), null);
   t.is(resolveAcknowledgedBy(" ops "), "ops");
-  t.deepEqual(violatedFields(() => resolveAcknowledgedBy("x".repeat(201))), ["acknowledged_by"]);
+  t.deepEqual(
+    violatedFields(() => resolveAcknowledgedBy("x".repeat(201))),
+    ["acknowledged_by"],
+  );
   const id = "0f0f0f0f-0000-4000-8000-000000000000";
   t.deepEqual(resolveBulkIds([id, id.toUpperCase()]), [id]);
   t.deepEqual(resolveBulkIds([]), []);
-  t.deepEqual(violatedFields(() => resolveBulkIds([id, "nope", "", id])), ["ids[1]", "ids[2]"]);
+  t.deepEqual(
+    violatedFields(() => resolveBulkIds([id, "nope", "", id])),
+    ["ids[1]", "ids[2]"],
+  );
 });

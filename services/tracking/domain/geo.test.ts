@@ -3,7 +3,8 @@
 import test from "ava";
 import { circleBoxes, haversineMeters, isNullIsland, type GeoBox } from "./geo.js";
 
-const inBoxes = (boxes: GeoBox[], lat: number, lon: number) => boxes.some((b) => lon >= b.minX && lon <= b.maxX && lat >= b.minY && lat <= b.maxY);
+const inBoxes = (boxes: GeoBox[], lat: number, lon: number) =>
+  boxes.some((b) => lon >= b.minX && lon <= b.maxX && lat >= b.minY && lat <= b.maxY);
 
 test("haversine: known distances", (t) => {
   t.is(haversineMeters(51.5, -0.1, 51.5, -0.1), 0);

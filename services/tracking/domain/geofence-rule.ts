@@ -43,7 +43,11 @@ export function isInside(fence: FenceShape, fix: Fix, wasInside: boolean): { ins
  * spatial query plus every fence the device was inside (which may no longer be near). A fence
  * with no earlier state counts as "outside": a first fix inside is an Enter, outside is nothing.
  */
-export function evaluateFences<F extends FenceShape>(fix: Fix, fences: Iterable<F>, wasInside: (fenceId: string) => boolean): FenceTransition<F>[] {
+export function evaluateFences<F extends FenceShape>(
+  fix: Fix,
+  fences: Iterable<F>,
+  wasInside: (fenceId: string) => boolean,
+): FenceTransition<F>[] {
   const transitions: FenceTransition<F>[] = [];
   const seen = new Set<string>();
   for (const fence of fences) {

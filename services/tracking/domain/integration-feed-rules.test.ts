@@ -54,7 +54,10 @@ test("created device tags are bounded like a device body's", (t) => {
   t.deepEqual(createdDeviceTags("a", "b,a"), { tags: "a,b", malformed: [] });
   const long = createdDeviceTags("x".repeat(1500), "y".repeat(1500));
   t.is(long.tags, null);
-  t.deepEqual(long.malformed.map((m) => m.field), ["observation.tags"]);
+  t.deepEqual(
+    long.malformed.map((m) => m.field),
+    ["observation.tags"],
+  );
 });
 
 test("a feed body: provider required on create, matched ignoring case and spaces, unknown ones listed", (t) => {
@@ -63,10 +66,16 @@ test("a feed body: provider required on create, matched ignoring case and spaces
   t.is(ok.provider, "traccar");
 
   const missing = checkFeedInput({ isEnabled: true, autoCreateDevices: true }, { withProvider: true });
-  t.deepEqual(missing.malformed.map((m) => m.field), ["feed.provider"]);
+  t.deepEqual(
+    missing.malformed.map((m) => m.field),
+    ["feed.provider"],
+  );
 
   const unknown = checkFeedInput({ provider: "carrier-pigeon", isEnabled: true, autoCreateDevices: true }, { withProvider: true });
-  t.deepEqual(unknown.malformed.map((m) => m.field), ["feed.provider"]);
+  t.deepEqual(
+    unknown.malformed.map((m) => m.field),
+    ["feed.provider"],
+  );
   t.regex(unknown.malformed[0]!.description, /generic-webhook, gps-http, .*ble-sensors/);
 
   const update = checkFeedInput({ provider: "ignored", isEnabled: false, autoCreateDevices: false }, { withProvider: false });
@@ -76,14 +85,23 @@ test("a feed body: provider required on create, matched ignoring case and spaces
 test("a feed body: configuration must be JSON within bounds, and errors never quote it", (t) => {
   const base = { provider: "gps-http", isEnabled: true, autoCreateDevices: true };
   const bad = checkFeedInput({ ...base, configurationJson: '{"password": "s3cr3t", ' }, { withProvider: true });
-  t.deepEqual(bad.malformed.map((m) => m.field), ["feed.configuration_json"]);
+  t.deepEqual(
+    bad.malformed.map((m) => m.field),
+    ["feed.configuration_json"],
+  );
   t.false(JSON.stringify(bad.malformed).includes("s3cr3t"));
 
   const deep = checkFeedInput({ ...base, configurationJson: "[".repeat(40) + "]".repeat(40) }, { withProvider: true });
-  t.deepEqual(deep.malformed.map((m) => m.field), ["feed.configuration_json"]);
+  t.deepEqual(
+    deep.malformed.map((m) => m.field),
+    ["feed.configuration_json"],
+  );
 
   const big = checkFeedInput({ ...base, configurationJson: JSON.stringify("x".repeat(70_000)) }, { withProvider: true });
-  t.deepEqual(big.malformed.map((m) => m.field), ["feed.configuration_json"]);
+  t.deepEqual(
+    big.malformed.map((m) => m.field),
+    ["feed.configuration_json"],
+  );
 
   const good = checkFeedInput({ ...base, configurationJson: ' { "url": "https://x", "n": [1, 2] } ' }, { withProvider: true });
   t.deepEqual(good.malformed, []);
@@ -98,18 +116,32 @@ test("configuration to store: masks keep stored secrets; a mask with nothing beh
   t.is(configurationToStore({ password: "***", host: "h2" }, stored).text, '{"password":"old","host":"h2"}');
   const refused = configurationToStore({ password: "***" }, null);
   t.is(refused.text, null);
-  t.deepEqual(refused.malformed.map((m) => m.field), ["feed.configuration_json"]);
+  t.deepEqual(
+    refused.malformed.map((m) => m.field),
+    ["feed.configuration_json"],
+  );
   t.is(configurationToStore(null, stored).text, null, "no configuration in the body clears it");
 });
 
 test("a feed observation: externalTrackerId required and not blank; label, tags and assetId checked", (t) => {
-  t.deepEqual(checkFeedObservation({}).malformed.map((m) => m.field), ["observation.external_tracker_id"]);
-  t.deepEqual(checkFeedObservation({ externalTrackerId: "   " }).malformed.map((m) => m.field), ["observation.external_tracker_id"]);
+  t.deepEqual(
+    checkFeedObservation({}).malformed.map((m) => m.field),
+    ["observation.external_tracker_id"],
+  );
+  t.deepEqual(
+    checkFeedObservation({ externalTrackerId: "   " }).malformed.map((m) => m.field),
+    ["observation.external_tracker_id"],
+  );
   t.deepEqual(
     checkFeedObservation({ externalTrackerId: "x".repeat(181) }).malformed.map((m) => m.field),
     ["observation.external_tracker_id"],
   );
-  const ok = checkFeedObservation({ externalTrackerId: "  abc-1 ", label: "Van", assetId: "AAAAAAAA-0000-4000-8000-000000000000", tags: "x" });
+  const ok = checkFeedObservation({
+    externalTrackerId: "  abc-1 ",
+    label: "Van",
+    assetId: "AAAAAAAA-0000-4000-8000-000000000000",
+    tags: "x",
+  });
   t.deepEqual(ok.malformed, []);
   t.is(ok.externalTrackerId, "abc-1");
   t.is(ok.assetId, "aaaaaaaa-0000-4000-8000-000000000000");

@@ -73,7 +73,10 @@ export function checkFeedInput(input: FeedInputLike, options: { withProvider: bo
     if (!wanted) {
       malformed.push({ field: feedField("provider"), description: `is required: one of ${allowedProviders()}` });
     } else if (!findProvider(wanted)) {
-      malformed.push({ field: feedField("provider"), description: `'${truncate(input.provider!)}' is not a provider; allowed: ${allowedProviders()}` });
+      malformed.push({
+        field: feedField("provider"),
+        description: `'${truncate(input.provider!)}' is not a provider; allowed: ${allowedProviders()}`,
+      });
     } else provider = wanted;
   }
 
@@ -177,7 +180,10 @@ export function checkFeedObservation(input: FeedObservationLike): FeedObservatio
   } else if (externalTrackerId === "") {
     malformed.push({ field: observationField("external_tracker_id"), description: "must not be blank" });
   } else if (externalTrackerId.length > maxExternalTrackerIdLength) {
-    malformed.push({ field: observationField("external_tracker_id"), description: `must be at most ${maxExternalTrackerIdLength} characters` });
+    malformed.push({
+      field: observationField("external_tracker_id"),
+      description: `must be at most ${maxExternalTrackerIdLength} characters`,
+    });
   }
   if (input.label !== undefined && input.label.length > maxLabelLength) {
     malformed.push({ field: observationField("label"), description: `must be at most ${maxLabelLength} characters` });
@@ -208,7 +214,9 @@ export function createdDeviceTags(defaultTags: string | null, tags: string | nul
   if (merged !== null && merged.length > maxTagsLength) {
     return {
       tags: null,
-      malformed: [{ field: observationField("tags"), description: `with the feed's default tags, must be at most ${maxTagsLength} characters` }],
+      malformed: [
+        { field: observationField("tags"), description: `with the feed's default tags, must be at most ${maxTagsLength} characters` },
+      ],
     };
   }
   return { tags: merged, malformed: [] };

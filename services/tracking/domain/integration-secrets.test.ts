@@ -1,7 +1,15 @@
 // Which configuration keys count as secret, masking at any depth, and keeping stored secrets
 // where an update sends the mask back.
 import test from "ava";
-import { isSecretKey, keepStoredSecrets, maskConfigurationText, maskSecrets, maskedValue, nestsDeeperThan, type JsonValue } from "./integration-secrets.js";
+import {
+  isSecretKey,
+  keepStoredSecrets,
+  maskConfigurationText,
+  maskSecrets,
+  maskedValue,
+  nestsDeeperThan,
+  type JsonValue,
+} from "./integration-secrets.js";
 
 test("secret keys are recognised in any case and naming style; ordinary keys are not", (t) => {
   for (const key of [
@@ -75,10 +83,20 @@ test("a __proto__ key stays an ordinary property when masked", (t) => {
 
 test("an update that sends the mask back keeps the stored secret at the same path", (t) => {
   const stored = { password: "old-pass", list: [{ token: "t0" }, { token: "t1" }], auth: { user: "u", pass: "p" }, host: "a" };
-  const incoming = { password: maskedValue, list: [{ token: maskedValue }, { token: "new-t1" }], auth: { user: maskedValue, pass: maskedValue }, host: "b" };
+  const incoming = {
+    password: maskedValue,
+    list: [{ token: maskedValue }, { token: "new-t1" }],
+    auth: { user: maskedValue, pass: maskedValue },
+    host: "b",
+  };
   const kept = keepStoredSecrets(incoming, stored);
   t.deepEqual(kept.unmatched, []);
-  t.deepEqual(kept.value, { password: "old-pass", list: [{ token: "t0" }, { token: "new-t1" }], auth: { user: "u", pass: "p" }, host: "b" });
+  t.deepEqual(kept.value, {
+    password: "old-pass",
+    list: [{ token: "t0" }, { token: "new-t1" }],
+    auth: { user: "u", pass: "p" },
+    host: "b",
+  });
 });
 
 test("the mask outside a secret key is an ordinary string; a mask with nothing stored is reported by path", (t) => {

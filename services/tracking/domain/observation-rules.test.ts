@@ -39,7 +39,10 @@ test("boundaries that pass: the poles, ±180, speed 0 and 5000, 5 minutes ahead 
     { latitude: 0.1, longitude: 0 }, // 11 km from 0,0
   ]) {
     const r = check({ ...good, ...extra });
-    t.truthy(r.value, JSON.stringify(extra, (_, v) => (typeof v === "bigint" ? String(v) : v)));
+    t.truthy(
+      r.value,
+      JSON.stringify(extra, (_, v) => (typeof v === "bigint" ? String(v) : v)),
+    );
   }
 });
 
@@ -60,7 +63,11 @@ test("semantic refusals (422) name the field", (t) => {
     const r = check({ ...good, ...extra });
     t.is(r.value, undefined);
     t.deepEqual(r.malformed, []);
-    t.deepEqual(r.semantic.map((v) => v.field), fields, JSON.stringify(Object.keys(extra)));
+    t.deepEqual(
+      r.semantic.map((v) => v.field),
+      fields,
+      JSON.stringify(Object.keys(extra)),
+    );
   }
 });
 
@@ -75,21 +82,38 @@ test("malformed input (400): missing, not finite, bad uuid, no device at all", (
   for (const [input, fields] of cases) {
     const r = check(input);
     t.is(r.value, undefined);
-    t.deepEqual(r.malformed.map((v) => v.field), fields);
+    t.deepEqual(
+      r.malformed.map((v) => v.field),
+      fields,
+    );
   }
 });
 
 test("device reference: id first; identifier only where the path allows it", (t) => {
   const byIdentifier = { ...good, deviceId: undefined, deviceIdentifier: "van-7" };
   t.deepEqual(check(byIdentifier, true).value?.device, { kind: "identifier", identifier: "van-7" });
-  t.deepEqual(check(byIdentifier, false).malformed.map((v) => v.field), ["observation.device_id"], "create wants deviceId");
-  t.deepEqual(check({ ...byIdentifier, deviceId: deviceId.toUpperCase() }, true).value?.device, { kind: "id", id: deviceId }, "deviceId wins, lower-cased");
+  t.deepEqual(
+    check(byIdentifier, false).malformed.map((v) => v.field),
+    ["observation.device_id"],
+    "create wants deviceId",
+  );
+  t.deepEqual(
+    check({ ...byIdentifier, deviceId: deviceId.toUpperCase() }, true).value?.device,
+    { kind: "id", id: deviceId },
+    "deviceId wins, lower-cased",
+  );
   t.deepEqual(check({ ...byIdentifier, deviceId: "" }, true).value?.device.kind, "identifier", "an empty deviceId counts as absent");
-  t.deepEqual(check({ ...good, deviceId: undefined, deviceIdentifier: "  " }, true).malformed.map((v) => v.field), ["observation.device_id"]);
+  t.deepEqual(
+    check({ ...good, deviceId: undefined, deviceIdentifier: "  " }, true).malformed.map((v) => v.field),
+    ["observation.device_id"],
+  );
 });
 
 test("bulk items use paths relative to the item", (t) => {
-  t.deepEqual(check({ ...good, latitude: 100 }, true, "").semantic.map((v) => v.field), ["latitude"]);
+  t.deepEqual(
+    check({ ...good, latitude: 100 }, true, "").semantic.map((v) => v.field),
+    ["latitude"],
+  );
 });
 
 test("observedAt keeps millisecond precision (what dedupe and ordering compare)", (t) => {

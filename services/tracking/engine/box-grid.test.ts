@@ -87,9 +87,13 @@ test("many boxes of mixed sizes, inserted and half removed: the same answers as 
   for (const b of [...live.values()].slice(0, 500)) points.push([b.maxX, b.maxY], [b.minX, b.minY]);
   let compared = 0;
   for (const [lon, lat] of points) {
-    const expected = [...live].filter(([, b]) => holds(b, lon, lat)).map(([i]) => i).sort((x, y) => x - y);
+    const expected = [...live]
+      .filter(([, b]) => holds(b, lon, lat))
+      .map(([i]) => i)
+      .sort((x, y) => x - y);
     const got = grid.search(lon, lat).sort((x, y) => x - y);
-    if (JSON.stringify(got) !== JSON.stringify(expected)) return t.fail(`at ${lon}, ${lat}: ${JSON.stringify(got)} instead of ${JSON.stringify(expected)}`);
+    if (JSON.stringify(got) !== JSON.stringify(expected))
+      return t.fail(`at ${lon}, ${lat}: ${JSON.stringify(got)} instead of ${JSON.stringify(expected)}`);
     compared += expected.length;
   }
   t.true(compared > 1_000, `the points hit boxes (${compared} hits)`);

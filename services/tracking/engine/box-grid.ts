@@ -89,7 +89,8 @@ export class BoxGrid<T> {
     if (cell) {
       const { bounds, items } = cell;
       for (let i = 0, j = 0; i < items.length; i++, j += 4) {
-        if (bounds[j]! <= longitude && longitude <= bounds[j + 2]! && bounds[j + 1]! <= latitude && latitude <= bounds[j + 3]!) found.push(items[i]!);
+        if (bounds[j]! <= longitude && longitude <= bounds[j + 2]! && bounds[j + 1]! <= latitude && latitude <= bounds[j + 3]!)
+          found.push(items[i]!);
       }
     }
     if (this.largeBoxes.length) {

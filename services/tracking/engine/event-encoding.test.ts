@@ -22,7 +22,12 @@ const base = (): ObservationRow => ({
   receivedAt: new Date("2026-03-01T10:00:01.456Z"),
 });
 
-const same = (t: import("ava").ExecutionContext, row: ObservationRow, occurredAt = new Date("2026-03-01T10:00:02.789Z"), eventId: string = randomUUID()) => {
+const same = (
+  t: import("ava").ExecutionContext,
+  row: ObservationRow,
+  occurredAt = new Date("2026-03-01T10:00:02.789Z"),
+  eventId: string = randomUUID(),
+) => {
   const fast = Buffer.from(encodeObservationRecorded(eventId, occurredAt, row));
   const reference = Buffer.from(encodeGeneric(eventId, occurredAt, row));
   t.true(fast.equals(reference), `${JSON.stringify(row)}\n${fast.toString("hex")}\n${reference.toString("hex")}`);
@@ -30,7 +35,15 @@ const same = (t: import("ava").ExecutionContext, row: ObservationRow, occurredAt
 
 test("the plain row and every optional field", (t) => {
   same(t, base());
-  same(t, { ...base(), altitude: 35.5, accuracyMeters: 4, speedKmh: 88.2, headingDegrees: 270, metadata: '{"battery":81}', assetId: randomUUID() });
+  same(t, {
+    ...base(),
+    altitude: 35.5,
+    accuracyMeters: 4,
+    speedKmh: 88.2,
+    headingDegrees: 270,
+    metadata: '{"battery":81}',
+    assetId: randomUUID(),
+  });
   same(t, { ...base(), altitude: 0, accuracyMeters: 0, speedKmh: 0, headingDegrees: 0, metadata: "" }, undefined, undefined);
 });
 

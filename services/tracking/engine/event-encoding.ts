@@ -26,7 +26,9 @@ export function encodeObservationRecorded(eventId: string, occurredAt: Date, row
   const observationLen =
     stringField(idLen) +
     stringField(deviceLen) +
-    1 + varintLength(observedLen) + observedLen +
+    1 +
+    varintLength(observedLen) +
+    observedLen +
     (Object.is(row.latitude, 0) ? 0 : 9) +
     (Object.is(row.longitude, 0) ? 0 : 9) +
     (row.altitude === null ? 0 : 9) +
@@ -35,7 +37,9 @@ export function encodeObservationRecorded(eventId: string, occurredAt: Date, row
     (row.headingDegrees === null ? 0 : 9) +
     (metadataLen < 0 ? 0 : 1 + varintLength(metadataLen) + metadataLen) +
     stringField(sourceLen) +
-    1 + varintLength(receivedLen) + receivedLen;
+    1 +
+    varintLength(receivedLen) +
+    receivedLen;
   const eventIdLen = Buffer.byteLength(eventId);
   const occurredLen = timestampLength(occurred);
   const total = stringField(eventIdLen) + 1 + varintLength(occurredLen) + occurredLen + 1 + varintLength(observationLen) + observationLen;
@@ -62,7 +66,10 @@ export function encodeObservationRecorded(eventId: string, occurredAt: Date, row
 
 /** The reference encoding, used for the unusual cases and by the test. */
 export function encodeGeneric(eventId: string, occurredAt: Date, row: ObservationRow): Uint8Array {
-  return toBinary(ObservationRecordedSchema, create(ObservationRecordedSchema, { eventId, occurredAt: timestampFromDate(occurredAt), observation: toObservation(row) }));
+  return toBinary(
+    ObservationRecordedSchema,
+    create(ObservationRecordedSchema, { eventId, occurredAt: timestampFromDate(occurredAt), observation: toObservation(row) }),
+  );
 }
 
 interface TimeParts {

@@ -13,7 +13,11 @@ const fence = (id: string, over: Partial<FenceState> = {}): FenceState => ({
   updatedAt: new Date(1_000),
   ...over,
 });
-const ids = (index: FenceIndex, lat: number, lon: number) => index.candidates(lat, lon).map((f) => f.id).sort();
+const ids = (index: FenceIndex, lat: number, lon: number) =>
+  index
+    .candidates(lat, lon)
+    .map((f) => f.id)
+    .sort();
 
 test("a point finds the fences whose box holds it, and only those", (t) => {
   const index = new FenceIndex();

@@ -17,7 +17,12 @@ const recorded: BusMessage[] = [];
 
 test.before(async () => {
   // Context propagation on (spans are no-ops), as the meshwork command runs.
-  telemetry = await startTelemetry({ serviceName: "group-commit-test", exporter: "none", env: {}, logger: createLogger({ level: "silent" }) });
+  telemetry = await startTelemetry({
+    serviceName: "group-commit-test",
+    exporter: "none",
+    env: {},
+    logger: createLogger({ level: "silent" }),
+  });
   mesh = await startTestMesh();
   await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.observation.recorded"] }, (m) => recorded.push(m));
 });
@@ -51,12 +56,24 @@ test("concurrent single records: each answered on its own, each event with its o
     post(
       "/api/observations/ingest",
       // Half by id, half by identifier; two devices of the same instant each get their own row.
-      { ...(i % 2 ? { deviceId: d.id } : { deviceIdentifier: d.identifier }), observedAt: new Date(base + (i % 5) * 1000).toISOString(), latitude: 48.1 + i / 1000, longitude: 11.5, speedKmh: 50 },
+      {
+        ...(i % 2 ? { deviceId: d.id } : { deviceIdentifier: d.identifier }),
+        observedAt: new Date(base + (i % 5) * 1000).toISOString(),
+        latitude: 48.1 + i / 1000,
+        longitude: 11.5,
+        speedKmh: 50,
+      },
       { traceparent: `00-${traceOf(i)}-00f067aa0ba902b7-01` },
     ),
   );
   // PostgreSQL refuses a NUL character in text: that record's transaction fails, and only that record.
-  const refused = post("/api/observations/ingest", { deviceId: devices[0]!.id, observedAt: new Date(base + 30_000).toISOString(), latitude: 48.1, longitude: 11.5, metadata: "bad\u0000byte" });
+  const refused = post("/api/observations/ingest", {
+    deviceId: devices[0]!.id,
+    observedAt: new Date(base + 30_000).toISOString(),
+    latitude: 48.1,
+    longitude: 11.5,
+    metadata: "bad\u0000byte",
+  });
   const answers = await Promise.all(calls);
   const bad = await refused;
 
@@ -76,7 +93,11 @@ test("concurrent single records: each answered on its own, each event with its o
     traceByObservation.set(observation.id, m.headers.traceparent ?? "");
   }
   answers.forEach((res, i) => {
-    t.regex(traceByObservation.get(String(res.body.id)) ?? "none", new RegExp(`^00-${traceOf(i)}-[0-9a-f]{16}-01$`), `the event of call ${i}`);
+    t.regex(
+      traceByObservation.get(String(res.body.id)) ?? "none",
+      new RegExp(`^00-${traceOf(i)}-[0-9a-f]{16}-01$`),
+      `the event of call ${i}`,
+    );
   });
 
   // They did share transactions: a chunk stamps one receivedAt on all its rows.

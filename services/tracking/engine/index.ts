@@ -26,9 +26,8 @@ export async function createTrackingEngine(deps: Omit<TrackingDeps, "engine">, o
 
   // Subscribe before the first load, so a fence changed in between is not missed; the index's
   // version check makes the order in which the two arrive irrelevant.
-  const subscription = await deps.bus.subscribe(
-    { stream: trackingStream.name, filterSubjects: ["tracking.v1.geofence.>"] },
-    (m) => onGeofenceEvent(index, m),
+  const subscription = await deps.bus.subscribe({ stream: trackingStream.name, filterSubjects: ["tracking.v1.geofence.>"] }, (m) =>
+    onGeofenceEvent(index, m),
   );
 
   let reloading: Promise<void> | undefined;
@@ -53,7 +52,10 @@ export async function createTrackingEngine(deps: Omit<TrackingDeps, "engine">, o
   log.debug({ fences: index.size }, "geofence index loaded");
 
   const interval = options.reloadIntervalMs ?? 60_000;
-  const timer = interval > 0 ? setInterval(() => reload().catch((err: unknown) => log.warn({ err }, "geofence index reload failed")), interval) : undefined;
+  const timer =
+    interval > 0
+      ? setInterval(() => reload().catch((err: unknown) => log.warn({ err }, "geofence index reload failed")), interval)
+      : undefined;
   timer?.unref();
 
   const recorder = createRecorder(deps, index);
@@ -70,7 +72,9 @@ export async function createTrackingEngine(deps: Omit<TrackingDeps, "engine">, o
   };
 }
 
-function fenceStateOf(row: Pick<GeofenceRow, "id" | "name" | "centerLatitude" | "centerLongitude" | "radiusMeters" | "isActive" | "updatedAt">): FenceState {
+function fenceStateOf(
+  row: Pick<GeofenceRow, "id" | "name" | "centerLatitude" | "centerLongitude" | "radiusMeters" | "isActive" | "updatedAt">,
+): FenceState {
   return {
     id: row.id,
     name: row.name,

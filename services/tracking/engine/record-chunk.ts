@@ -155,7 +155,12 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
         for (const t of evaluateFences(row, fences, (id) => device.inside.has(id))) {
           if (t.type === "Enter") device.inside.add(t.fence.id);
           else device.inside.delete(t.fence.id);
-          stateChanges.set(`${device.id}|${t.fence.id}`, { deviceId: device.id, geofenceId: t.fence.id, inside: t.type === "Enter", observedAt: row.observedAt });
+          stateChanges.set(`${device.id}|${t.fence.id}`, {
+            deviceId: device.id,
+            geofenceId: t.fence.id,
+            inside: t.type === "Enter",
+            observedAt: row.observedAt,
+          });
           found.breaches.push({ ...alertColumns(row, now), geofenceId: t.fence.id, breachEventType: t.type });
         }
       }
@@ -166,7 +171,12 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
 
     events.addObservationRecorded(row, item.context);
     for (const alert of found.speedAlerts) {
-      events.add(subjects.speedAlertRaised, SpeedAlertRaisedSchema, { speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }) }, item.context);
+      events.add(
+        subjects.speedAlertRaised,
+        SpeedAlertRaisedSchema,
+        { speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }) },
+        item.context,
+      );
     }
     for (const breach of found.breaches) {
       events.add(
@@ -199,11 +209,19 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
 async function lockDevices(q: Query, items: readonly ChunkItem[]): Promise<Map<string, DeviceState>> {
   const ids = new Set<string>();
   const identifiers = new Set<string>();
-  for (const { observation: { device } } of items) {
+  for (const {
+    observation: { device },
+  } of items) {
     if (device.kind === "id") ids.add(device.id);
     else identifiers.add(device.identifier);
   }
-  const found = await q<{ id: string; identifier: string | null; asset_id: string | null; last_seen_at: unknown; speed_threshold_kmh: number | null }>(
+  const found = await q<{
+    id: string;
+    identifier: string | null;
+    asset_id: string | null;
+    last_seen_at: unknown;
+    speed_threshold_kmh: number | null;
+  }>(
     `select d.id, d.identifier, d.asset_id, d.last_seen_at, a.speed_threshold_kmh
        from tracking_device d left join tracking_asset a on a.id = d.asset_id
       where d.id = any(?::uuid[]) or d.identifier = any(?::text[])
@@ -279,7 +297,11 @@ interface ReadRow {
  *   by primary key: written as `id in (select unnest(...) ...)` it hash-joined a sequential scan
  *   of every fence, most of the statement's time with 10,000 fences.
  */
-async function insertAndRead(q: Query, pending: PendingRow[], ctx: ChunkContext): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
+async function insertAndRead(
+  q: Query,
+  pending: PendingRow[],
+  ctx: ChunkContext,
+): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
   const inserted = new Set<string>();
   const live = new Map<string, IndexedFence>();
   if (!pending.length) return { inserted, live };
@@ -448,14 +470,22 @@ async function writeOutcomes(
     parts.push({
       sql: `insert into tracking_speed_alert (${alertInsertColumns}, speed_kmh, threshold_kmh)
             select * from unnest(${alertUnnestTypes}, ?::float8[], ?::float8[])`,
-      bindings: [...alertBindings(speedAlerts), pgArray.numbers(speedAlerts.map((r) => r.speedKmh)), pgArray.numbers(speedAlerts.map((r) => r.thresholdKmh))],
+      bindings: [
+        ...alertBindings(speedAlerts),
+        pgArray.numbers(speedAlerts.map((r) => r.speedKmh)),
+        pgArray.numbers(speedAlerts.map((r) => r.thresholdKmh)),
+      ],
     });
   }
   if (breaches.length) {
     parts.push({
       sql: `insert into tracking_geofence_breach (${alertInsertColumns}, geofence_id, breach_event_type)
             select * from unnest(${alertUnnestTypes}, ?::uuid[], ?::text[])`,
-      bindings: [...alertBindings(breaches), pgArray.uuids(breaches.map((r) => r.geofenceId)), pgArray.texts(breaches.map((r) => r.breachEventType))],
+      bindings: [
+        ...alertBindings(breaches),
+        pgArray.uuids(breaches.map((r) => r.geofenceId)),
+        pgArray.texts(breaches.map((r) => r.breachEventType)),
+      ],
     });
   }
   // The relay publishes in insertion order. One insert rides along; the parts of a statement run
@@ -471,7 +501,10 @@ async function writeOutcomes(
     await q(parts[0]!.sql, parts[0]!.bindings);
   } else {
     // Data-modifying WITH parts all run, referenced or not.
-    await q(`with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(", ")} select 1`, parts.flatMap((p) => p.bindings));
+    await q(
+      `with ${parts.map((p, i) => `w${i} as (${p.sql})`).join(", ")} select 1`,
+      parts.flatMap((p) => p.bindings),
+    );
   }
   for (const insert of after) await q(insert.sql, insert.bindings);
 }

@@ -21,7 +21,6 @@ export function queryOn(em: EntityManager): Query {
   };
 }
 
-
 /** pg answers timestamptz as text here (MikroORM turns its type parser off). */
 export function toDate(value: unknown): Date {
   return value instanceof Date ? value : new Date(String(value));
@@ -39,7 +38,8 @@ export function toDateOrNull(value: unknown): Date | null {
 export const pgArray = {
   /** uuids as stored or validated; anything else is quoted like text. */
   uuids(values: readonly (string | null)[]): string {
-    for (const v of values) if (v === null || v === undefined || !plainUuid.test(v)) return literal(values, (x) => (plainUuid.test(x) ? x : quote(x)));
+    for (const v of values)
+      if (v === null || v === undefined || !plainUuid.test(v)) return literal(values, (x) => (plainUuid.test(x) ? x : quote(x)));
     return `{${values.join(",")}}`;
   },
   numbers(values: readonly (number | null)[]): string {

@@ -62,7 +62,14 @@ export class StreamClient {
   offerRun(run: readonly SequencedEvent[], frames: readonly ServerSentEvent[]): void {
     const first = run[0];
     if (first === undefined) return;
-    if (!this.closed && !this.held && this.shared === undefined && this.buffer.length === 0 && this.dropped === 0 && first.seq > this.lastSeq) {
+    if (
+      !this.closed &&
+      !this.held &&
+      this.shared === undefined &&
+      this.buffer.length === 0 &&
+      this.dropped === 0 &&
+      first.seq > this.lastSeq
+    ) {
       this.shared = frames;
       this.lastSeq = run[run.length - 1]!.seq;
       this.wake();

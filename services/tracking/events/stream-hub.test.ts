@@ -31,7 +31,10 @@ interface Fixture {
   publish<S extends DescMessage>(subject: string, schema: S, init: MessageInitShape<S>): Promise<number>;
 }
 
-async function fixture(t: import("ava").ExecutionContext, opts: { clientBufferSize?: number; replayWindow?: number } = {}): Promise<Fixture> {
+async function fixture(
+  t: import("ava").ExecutionContext,
+  opts: { clientBufferSize?: number; replayWindow?: number } = {},
+): Promise<Fixture> {
   const bus = await openBus({ logger, replayWindow: opts.replayWindow });
   await bus.ensureStreams([trackingStream]);
   const hub = createStreamHub({ bus, stream: trackingStream.name, clientBufferSize: opts.clientBufferSize ?? 100, logger });
@@ -116,11 +119,17 @@ test("a run reaches caught-up clients as the hub's own frames; a client holding 
   for (const client of [caughtUp, alsoCaughtUp, behind]) client.offerRun(run, frames);
   t.is(caughtUp.take(), frames, "the very array the hub made");
   t.is(alsoCaughtUp.take(), frames);
-  t.deepEqual(behind.take()!.map((f) => f.id), ["1", "2", "3"]);
+  t.deepEqual(
+    behind.take()!.map((f) => f.id),
+    ["1", "2", "3"],
+  );
   // Something after the run but before the read: the run becomes the client's own, then the rest.
   alsoCaughtUp.offerRun([frame(4)], Object.freeze([frame(4).frame]));
   alsoCaughtUp.noteDropped(2);
-  t.deepEqual(alsoCaughtUp.take()!.map((f) => f.event + f.id), ["e4", "dropped"]);
+  t.deepEqual(
+    alsoCaughtUp.take()!.map((f) => f.event + f.id),
+    ["e4", "dropped"],
+  );
   // Already seen: ignored, never shared twice.
   caughtUp.offerRun(run, frames);
   t.deepEqual(caughtUp.take(), []);
@@ -150,7 +159,10 @@ test("every client gets each event once, in order; a slow one drops its oldest w
   t.deepEqual(await read(slow, 1), [": connected"]);
   const fastSeen = read(fast, 8);
   for (let i = 1; i <= 8; i++) await f.observation(i);
-  t.deepEqual(await fastSeen, [1, 2, 3, 4, 5, 6, 7, 8].map((i) => `observation#${i}:obs-${i}`));
+  t.deepEqual(
+    await fastSeen,
+    [1, 2, 3, 4, 5, 6, 7, 8].map((i) => `observation#${i}:obs-${i}`),
+  );
   // The slow reader read nothing since `connected`: of eight events its buffer of three kept the newest.
   t.deepEqual(await read(slow, 4), ["dropped:5", "observation#6:obs-6", "observation#7:obs-7", "observation#8:obs-8"]);
   t.is(f.hub.clientCount, 2);

@@ -5,11 +5,7 @@
 // without a gap or a repeat.
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  ServerSentEventBatchSchema,
-  type ServerSentEvent,
-  type ServerSentEventBatch,
-} from "../../../gen/meshwork/api/v1/sse_pb.js";
+import { ServerSentEventBatchSchema, type ServerSentEvent, type ServerSentEventBatch } from "../../../gen/meshwork/api/v1/sse_pb.js";
 import type { BusMessage, EventBus, Logger, Stoppable } from "../../runtime/bus/index.js";
 import { StreamClient, type SequencedEvent } from "./stream-client.js";
 import { connectedFrame, toStreamEvent } from "./stream-mapping.js";

@@ -1,14 +1,6 @@
 // Which tracking bus events the live event stream shows, under which name and with which data.
 // Decoding happens here once per event and instance; every client receives the same frame.
-import {
-  create,
-  createRegistry,
-  fromBinary,
-  type DescField,
-  type DescMessage,
-  type Message,
-  type MessageShape,
-} from "@bufbuild/protobuf";
+import { create, createRegistry, fromBinary, type DescField, type DescMessage, type Message, type MessageShape } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { ServerSentEventSchema, type ServerSentEvent } from "../../../gen/meshwork/api/v1/sse_pb.js";
 import { GeofenceBreachSchema } from "../../../gen/tracking/v1/breach_pb.js";
@@ -62,10 +54,7 @@ const resourceEvents = new Map<string, Mapper>([
     subjects.observationRecorded,
     resourceEvent(streamEventNames.observation, ObservationRecordedSchema, ObservationSchema, (e) => e.observation),
   ],
-  [
-    subjects.speedAlertRaised,
-    resourceEvent(streamEventNames.speedAlert, SpeedAlertRaisedSchema, SpeedAlertSchema, (e) => e.speedAlert),
-  ],
+  [subjects.speedAlertRaised, resourceEvent(streamEventNames.speedAlert, SpeedAlertRaisedSchema, SpeedAlertSchema, (e) => e.speedAlert)],
   [
     subjects.breachDetected,
     resourceEvent(streamEventNames.geofenceBreach, GeofenceBreachDetectedSchema, GeofenceBreachSchema, (e) => e.breach),

@@ -56,10 +56,10 @@ export function createStreamTokens({ db, ttlMinutes, now = () => new Date() }: S
       const rows = await db
         .em()
         .getConnection()
-        .execute<{ one: number }[]>(
-          `select 1 as one from "tracking_stream_token" where "token_hash" = ? and "expires_at" > ?`,
-          [hashStreamToken(token), now()],
-        );
+        .execute<{ one: number }[]>(`select 1 as one from "tracking_stream_token" where "token_hash" = ? and "expires_at" > ?`, [
+          hashStreamToken(token),
+          now(),
+        ]);
       return rows.length > 0;
     },
   };

@@ -31,7 +31,12 @@ export function formatViolation(allowed: readonly ExportFormat[]): string {
 
 /** `<prefix>-yyyymmdd-hhmmss.<ext>` in UTC, so names sort by time and carry no separators a shell minds. */
 export function exportFileName(prefix: string, extension: string, at: Date): string {
-  const stamp = at.toISOString().replace(/\.\d{3}Z$/, "").replaceAll("-", "").replaceAll(":", "").replace("T", "-");
+  const stamp = at
+    .toISOString()
+    .replace(/\.\d{3}Z$/, "")
+    .replaceAll("-", "")
+    .replaceAll(":", "")
+    .replace("T", "-");
   return `${prefix}-${stamp}.${extension}`;
 }
 

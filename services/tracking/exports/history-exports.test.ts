@@ -45,7 +45,16 @@ test("csv: the reference's columns then AccuracyMeters, nulls empty, one row per
   const rows = parse(text) as string[][];
   t.deepEqual(rows[0], [...observationCsvHeader]);
   t.deepEqual(rows[0], [
-    "ObservationId", "DeviceId", "AssetId", "ObservedAt", "Latitude", "Longitude", "Altitude", "SpeedKmh", "Heading", "AccuracyMeters",
+    "ObservationId",
+    "DeviceId",
+    "AssetId",
+    "ObservedAt",
+    "Latitude",
+    "Longitude",
+    "Altitude",
+    "SpeedKmh",
+    "Heading",
+    "AccuracyMeters",
   ]);
   t.deepEqual(rows[1], [point(1).observationId, A, ASSET, "2026-01-02T03:04:01.000Z", "51.501", "-0.101", "12.5", "40", "90", "5"]);
   t.deepEqual(rows[2], [point(2).observationId, B, "", "2026-01-02T03:04:02.000Z", "51.502", "-0.102", "", "", "", ""]);
@@ -57,7 +66,10 @@ test("csv: thousands of rows across write batches keep one header and every row"
   const rows = parse(write(createObservationCsvWriter(), points)) as string[][];
   t.is(rows.length, 2501);
   t.is(rows.filter((r) => r[0] === "ObservationId").length, 1);
-  t.deepEqual(rows.slice(1).map((r) => r[0]), points.map((p) => p.observationId));
+  t.deepEqual(
+    rows.slice(1).map((r) => r[0]),
+    points.map((p) => p.observationId),
+  );
 });
 
 test("csv: an empty export is the header alone", (t) => {
@@ -122,17 +134,22 @@ const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@", i
 test("gpx: valid GPX 1.1, one trk per device in first-seen order, points in time order with ele and time", (t) => {
   const text = write(createGpxWriter(), [point(1, A, { altitude: 20 }), point(2, B), point(3, A)]);
   t.true(XMLValidator.validate(text) === true);
-  const doc = xml.parse(text) as { gpx: Record<string, unknown> & { trk: { name: string; trkseg: { trkpt: Record<string, unknown>[] } }[] } };
+  const doc = xml.parse(text) as {
+    gpx: Record<string, unknown> & { trk: { name: string; trkseg: { trkpt: Record<string, unknown>[] } }[] };
+  };
   t.is(doc.gpx["@version"], "1.1");
   t.is(doc.gpx["@xmlns"], "http://www.topografix.com/GPX/1/1");
   t.is(doc.gpx.trk.length, 2);
   t.is(doc.gpx.trk[0]!.name, "van-a");
   t.is(doc.gpx.trk[1]!.name, B, "a device without identifier is named by its id");
   const pts = doc.gpx.trk[0]!.trkseg.trkpt;
-  t.deepEqual(pts.map((p) => [p["@lat"], p["@lon"]]), [
-    ["51.501", "-0.101"],
-    ["51.503", "-0.103"],
-  ]);
+  t.deepEqual(
+    pts.map((p) => [p["@lat"], p["@lon"]]),
+    [
+      ["51.501", "-0.101"],
+      ["51.503", "-0.103"],
+    ],
+  );
   t.is(pts[0]!.ele, 20);
   t.is(pts[0]!.time, "2026-01-02T03:04:01.000Z");
   t.false("ele" in pts[1]!, "no altitude, no ele");
@@ -190,9 +207,17 @@ test("history request: uuids, from after to and format are each reported, by pro
   t.deepEqual(ok.violations, []);
   t.is(ok.filter.deviceId, A, "uuids are compared lower-case");
   t.is(ok.format, "gpx");
-  t.deepEqual(checkHistoryRequest({ deviceId: "", assetId: "" }).filter, { deviceId: undefined, assetId: undefined, from: undefined, to: undefined });
+  t.deepEqual(checkHistoryRequest({ deviceId: "", assetId: "" }).filter, {
+    deviceId: undefined,
+    assetId: undefined,
+    from: undefined,
+    to: undefined,
+  });
   const bad = checkHistoryRequest({ deviceId: "nope", assetId: "x", from: new Date(2), to: new Date(1), format: "kml" });
-  t.deepEqual(bad.violations.map((v) => v.field), ["device_id", "asset_id", "from", "format"]);
+  t.deepEqual(
+    bad.violations.map((v) => v.field),
+    ["device_id", "asset_id", "from", "format"],
+  );
   t.is(bad.violations[3]!.description, "must be one of json, csv, geojson, gpx");
   t.deepEqual(checkHistoryRequest({ from: new Date(5), to: new Date(5) }).violations, [], "from equal to to is fine");
 });

@@ -25,9 +25,11 @@ export interface HistoryRequestLike {
 }
 
 /** Filters and format of a history request, or every violation at once (all of them are 400s). */
-export function checkHistoryRequest(
-  req: HistoryRequestLike,
-): { filter: HistoryFilter; format: HistoryFormat; violations: FieldViolation[] } {
+export function checkHistoryRequest(req: HistoryRequestLike): {
+  filter: HistoryFilter;
+  format: HistoryFormat;
+  violations: FieldViolation[];
+} {
   const violations: FieldViolation[] = [];
   const uuid = (field: string, value: string | undefined) => {
     // `?deviceId=` is no filter, as a form that leaves the box empty means.
@@ -156,7 +158,8 @@ export async function* historyPoints(
   let after: string | undefined;
   while (emitted < max) {
     const limit = Math.min(batchRows, max - emitted);
-    const cursor = after === undefined ? "" : ` and (o."observed_at", o."id") > ((select "observed_at" from "tracking_observation" where "id" = ?), ?)`;
+    const cursor =
+      after === undefined ? "" : ` and (o."observed_at", o."id") > ((select "observed_at" from "tracking_observation" where "id" = ?), ?)`;
     const rows = await em.execute<PointRow[]>(
       `select o."id", o."device_id", d."identifier" as "device_identifier", o."asset_id", o."observed_at",
               o."latitude", o."longitude", o."altitude", o."accuracy_meters", o."speed_kmh", o."heading_degrees"

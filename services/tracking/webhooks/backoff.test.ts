@@ -13,8 +13,14 @@ test("the ceiling doubles per failure up to the maximum", (t) => {
 });
 
 test("full jitter: anywhere from 0 to the ceiling", (t) => {
-  t.is(backoffDelayMs(3, policy, () => 0), 0);
-  t.is(backoffDelayMs(3, policy, () => 0.5), 2000);
+  t.is(
+    backoffDelayMs(3, policy, () => 0),
+    0,
+  );
+  t.is(
+    backoffDelayMs(3, policy, () => 0.5),
+    2000,
+  );
   for (let i = 0; i < 200; i++) {
     const delay = backoffDelayMs(4, policy);
     t.true(delay >= 0 && delay <= 8000);
@@ -22,7 +28,10 @@ test("full jitter: anywhere from 0 to the ceiling", (t) => {
 });
 
 test("a huge failure count stays at the maximum", (t) => {
-  t.is(backoffDelayMs(10_000, policy, () => 0.999999999), 30_000);
+  t.is(
+    backoffDelayMs(10_000, policy, () => 0.999999999),
+    30_000,
+  );
 });
 
 test("Retry-After in seconds", (t) => {
@@ -48,5 +57,8 @@ test("Retry-After is capped at a day", (t) => {
 
 test("Retry-After wins over backoff when given", (t) => {
   t.is(retryDelayMs(1, policy, 45_000), 45_000);
-  t.is(retryDelayMs(2, policy, undefined, () => 0.5), 1000);
+  t.is(
+    retryDelayMs(2, policy, undefined, () => 0.5),
+    1000,
+  );
 });

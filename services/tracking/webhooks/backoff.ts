@@ -36,6 +36,11 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
 }
 
 /** The delay before the next attempt: the receiver's Retry-After when it gave one, else backoff. */
-export function retryDelayMs(failedAttempts: number, policy: BackoffPolicy, retryAfterMs: number | undefined, random?: () => number): number {
+export function retryDelayMs(
+  failedAttempts: number,
+  policy: BackoffPolicy,
+  retryAfterMs: number | undefined,
+  random?: () => number,
+): number {
   return retryAfterMs ?? backoffDelayMs(failedAttempts, policy, random);
 }

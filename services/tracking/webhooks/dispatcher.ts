@@ -120,7 +120,14 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
       verdict = judgeError(timeout.aborted ? timeout.reason : err, options.timeoutSeconds);
     }
     const durationMs = Math.round(performance.now() - started);
-    const log = { delivery: delivery.id, webhookId: delivery.webhookId, endpoint: delivery.endpoint, attempt: delivery.attemptNumber, status, durationMs };
+    const log = {
+      delivery: delivery.id,
+      webhookId: delivery.webhookId,
+      endpoint: delivery.endpoint,
+      attempt: delivery.attemptNumber,
+      status,
+      durationMs,
+    };
     if (verdict.kind === "delivered") {
       logger.debug(log, "webhook delivered");
       return { kind: "delivered", attempt: record(true, status, durationMs, null) };
@@ -216,7 +223,12 @@ function createOutcomeRecorder(db: Database, logger: Logger) {
         queue = [];
         for (let failures = 0; ; failures++) {
           try {
-            await db.em().transactional((tx) => recordOutcomes(tx, batch.map((b) => b.finished)));
+            await db.em().transactional((tx) =>
+              recordOutcomes(
+                tx,
+                batch.map((b) => b.finished),
+              ),
+            );
             break;
           } catch (err) {
             if (failures >= 5) {

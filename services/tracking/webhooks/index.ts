@@ -51,7 +51,8 @@ export function createWebhooks(deps: ModuleDeps): Webhooks {
     signingEnabled: settings.signingEnabled,
     async start() {
       if (endpoints.length === 0) return;
-      if (!settings.signingEnabled) logger.warn("webhook signing is off (Webhooks:SigningEnabled=false): receivers cannot tell our deliveries from forgeries");
+      if (!settings.signingEnabled)
+        logger.warn("webhook signing is off (Webhooks:SigningEnabled=false): receivers cannot tell our deliveries from forgeries");
       sender = createHttpSender({
         policy: { allowLoopback: settings.allowLoopback, allowPrivateNetworks: settings.allowPrivateNetworks },
         maxSockets: concurrency,

@@ -89,7 +89,9 @@ test("a name is checked by every address it resolves to", async (t) => {
   const resolve = table2({ "public.example": ["93.184.216.34", "2606:4700:4700::1111"], "mixed.example": ["93.184.216.34", "10.0.0.5"] });
   const ok = await checkDestination(new URL("https://public.example/hook"), none, resolve);
   t.is(ok.addresses.length, 2);
-  const err = await t.throwsAsync(checkDestination(new URL("https://mixed.example/hook"), none, resolve), { instanceOf: RefusedDestination });
+  const err = await t.throwsAsync(checkDestination(new URL("https://mixed.example/hook"), none, resolve), {
+    instanceOf: RefusedDestination,
+  });
   t.regex(err!.message, /mixed\.example resolves to 10\.0\.0\.5, which is a private-network address/);
 });
 
@@ -97,15 +99,24 @@ test("IP literals are checked without resolving, IPv6 in brackets too", async (t
   const resolve = async () => {
     throw new Error("must not resolve a literal");
   };
-  await t.throwsAsync(checkDestination(new URL("http://127.0.0.1:8080/"), none, resolve), { message: /127\.0\.0\.1 is a loopback address/ });
+  await t.throwsAsync(checkDestination(new URL("http://127.0.0.1:8080/"), none, resolve), {
+    message: /127\.0\.0\.1 is a loopback address/,
+  });
   await t.throwsAsync(checkDestination(new URL("http://[::ffff:169.254.169.254]/"), none, resolve), { instanceOf: RefusedDestination });
-  await t.throwsAsync(checkDestination(new URL("http://0.0.0.0/"), { allowLoopback: true, allowPrivateNetworks: true }, resolve), { message: /never allowed/ });
+  await t.throwsAsync(checkDestination(new URL("http://0.0.0.0/"), { allowLoopback: true, allowPrivateNetworks: true }, resolve), {
+    message: /never allowed/,
+  });
   const ok = await checkDestination(new URL("http://127.0.0.1:8080/"), { allowLoopback: true, allowPrivateNetworks: false }, resolve);
   t.deepEqual(ok.addresses, [{ address: "127.0.0.1", family: 4 }]);
 });
 
 test("the pinned lookup answers only the checked addresses", (t) => {
-  const lookup = pinnedLookup({ addresses: [{ address: "93.184.216.34", family: 4 }, { address: "2606:4700:4700::1111", family: 6 }] });
+  const lookup = pinnedLookup({
+    addresses: [
+      { address: "93.184.216.34", family: 4 },
+      { address: "2606:4700:4700::1111", family: 6 },
+    ],
+  });
   lookup("anything.example", {}, (err, address, family) => {
     t.is(err, null);
     t.is(address, "93.184.216.34");

@@ -4,15 +4,7 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 
-export type AddressClass =
-  | "public"
-  | "loopback"
-  | "private"
-  | "link-local"
-  | "cgnat"
-  | "unspecified"
-  | "multicast"
-  | "reserved";
+export type AddressClass = "public" | "loopback" | "private" | "link-local" | "cgnat" | "unspecified" | "multicast" | "reserved";
 
 export interface DestinationPolicy {
   allowLoopback: boolean;
@@ -90,7 +82,13 @@ function v6Words(address: string): number[] {
     text = dotted[1]!.endsWith("::") ? dotted[1]! : dotted[1]!.slice(0, -1);
   }
   const [head, rest] = text.split("::") as [string, string | undefined];
-  const words = (part: string | undefined) => (part ? part.split(":").filter((w) => w !== "").map((w) => parseInt(w, 16)) : []);
+  const words = (part: string | undefined) =>
+    part
+      ? part
+          .split(":")
+          .filter((w) => w !== "")
+          .map((w) => parseInt(w, 16))
+      : [];
   const left = words(head);
   const right = [...words(rest), ...tail];
   const fill = rest === undefined ? [] : new Array<number>(8 - left.length - right.length).fill(0);
@@ -133,7 +131,11 @@ const systemResolver: Resolver = (host) =>
  * Resolves the URL's host and checks every address. Refuses (RefusedDestination) when any one of
  * them is not allowed: a name that answers both a public and an internal address is not trusted.
  */
-export async function checkDestination(url: URL, policy: DestinationPolicy, resolve: Resolver = systemResolver): Promise<CheckedDestination> {
+export async function checkDestination(
+  url: URL,
+  policy: DestinationPolicy,
+  resolve: Resolver = systemResolver,
+): Promise<CheckedDestination> {
   const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
   const literal = isIP(host);
   const addresses: LookupAddress[] = literal ? [{ address: host, family: literal }] : await resolve(host);

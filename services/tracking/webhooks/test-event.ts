@@ -28,6 +28,11 @@ export function testSample(type: WebhookEventType, now = new Date()): WebhookTes
   }
   return {
     case: "breach",
-    value: create(GeofenceBreachSchema, { ...common, geofenceId: randomUUID(), geofenceName: "Webhook test fence", breachEventType: "Enter" }),
+    value: create(GeofenceBreachSchema, {
+      ...common,
+      geofenceId: randomUUID(),
+      geofenceName: "Webhook test fence",
+      breachEventType: "Enter",
+    }),
   };
 }

@@ -13,7 +13,12 @@ const endpoints = (list: unknown[]) => `--Webhooks:Endpoints=${JSON.stringify(li
 
 test("a valid list resolves, event filters included", (t) => {
   const resolved = resolveWebhookEndpoints(
-    webhooks([endpoints([{ Url: "https://a.example/hook", Secret: secret }, { Url: "http://b.example:8080/x", Secret: secret, Events: "geofence_breach" }])]),
+    webhooks([
+      endpoints([
+        { Url: "https://a.example/hook", Secret: secret },
+        { Url: "http://b.example:8080/x", Secret: secret, Events: "geofence_breach" },
+      ]),
+    ]),
   );
   t.is(resolved.length, 2);
   t.is(resolved[0]!.events.size, 0);
@@ -23,9 +28,12 @@ test("a valid list resolves, event filters included", (t) => {
 });
 
 test("an endpoint without a secret while signing is on is an error naming its index", (t) => {
-  const err = t.throws(() => resolveWebhookEndpoints(webhooks([endpoints([{ Url: "https://a.example/", Secret: secret }, { Url: "https://b.example/" }])])), {
-    instanceOf: ConfigError,
-  });
+  const err = t.throws(
+    () => resolveWebhookEndpoints(webhooks([endpoints([{ Url: "https://a.example/", Secret: secret }, { Url: "https://b.example/" }])])),
+    {
+      instanceOf: ConfigError,
+    },
+  );
   t.regex(err!.message, /item 1 has no Secret/);
 });
 
@@ -36,23 +44,41 @@ test("signing off explicitly: no secret needed", (t) => {
 
 test("a secret that is not base64 is refused without quoting it", (t) => {
   const bad = "whsec_this is not base64 at all";
-  const err = t.throws(() => resolveWebhookEndpoints(webhooks([endpoints([{ Url: "https://a.example/", Secret: bad }])])), { instanceOf: ConfigError });
+  const err = t.throws(() => resolveWebhookEndpoints(webhooks([endpoints([{ Url: "https://a.example/", Secret: bad }])])), {
+    instanceOf: ConfigError,
+  });
   t.regex(err!.message, /item 0 has a Secret that is not base64/);
   t.false(err!.message.includes("this is not base64"));
 });
 
 test("non-http(s) and relative URLs are start-up errors", (t) => {
   for (const url of ["ftp://a.example/x", "file:///etc/passwd", "gopher://a.example/", "/relative"]) {
-    t.throws(() => resolveWebhookEndpoints(webhooks([endpoints([{ Url: url, Secret: secret }])])), { instanceOf: ConfigError, message: /item 0/ }, url);
+    t.throws(
+      () => resolveWebhookEndpoints(webhooks([endpoints([{ Url: url, Secret: secret }])])),
+      { instanceOf: ConfigError, message: /item 0/ },
+      url,
+    );
   }
 });
 
 test("unknown event types and duplicate URLs are start-up errors", (t) => {
-  t.throws(() => resolveWebhookEndpoints(webhooks([endpoints([{ Url: "https://a.example/", Secret: secret, Events: "speed_alert,observation" }])])), {
-    message: /unknown event type 'observation' \(known: speed_alert, geofence_breach\)/,
-  });
   t.throws(
-    () => resolveWebhookEndpoints(webhooks([endpoints([{ Url: "https://a.example/", Secret: secret }, { Url: "https://a.example/", Secret: secret }])])),
+    () =>
+      resolveWebhookEndpoints(webhooks([endpoints([{ Url: "https://a.example/", Secret: secret, Events: "speed_alert,observation" }])])),
+    {
+      message: /unknown event type 'observation' \(known: speed_alert, geofence_breach\)/,
+    },
+  );
+  t.throws(
+    () =>
+      resolveWebhookEndpoints(
+        webhooks([
+          endpoints([
+            { Url: "https://a.example/", Secret: secret },
+            { Url: "https://a.example/", Secret: secret },
+          ]),
+        ]),
+      ),
     { message: /items 0 and 1 have the same Url/ },
   );
 });

@@ -29,7 +29,10 @@ const alert = create(SpeedAlertSchema, {
 });
 
 test("a speed alert: lowerCamelCase, zero values written, unset optional fields null", (t) => {
-  const data = toBinary(SpeedAlertRaisedSchema, create(SpeedAlertRaisedSchema, { eventId: "e1", occurredAt: timestampFromDate(occurredAt), speedAlert: alert }));
+  const data = toBinary(
+    SpeedAlertRaisedSchema,
+    create(SpeedAlertRaisedSchema, { eventId: "e1", occurredAt: timestampFromDate(occurredAt), speedAlert: alert }),
+  );
   const event = toWebhookEvent(subjects.speedAlertRaised, data)!;
   t.is(event.type, "speed_alert");
   t.is(event.eventId, "e1");
@@ -56,8 +59,19 @@ test("a speed alert: lowerCamelCase, zero values written, unset optional fields 
 });
 
 test("a breach carries breachEventType", (t) => {
-  const breach = create(GeofenceBreachSchema, { id: "b", deviceId: "d", geofenceId: "g", observationId: "o", breachEventType: "Exit", latitude: 1, longitude: 2 });
-  const data = toBinary(GeofenceBreachDetectedSchema, create(GeofenceBreachDetectedSchema, { eventId: "e2", occurredAt: timestampFromDate(occurredAt), breach }));
+  const breach = create(GeofenceBreachSchema, {
+    id: "b",
+    deviceId: "d",
+    geofenceId: "g",
+    observationId: "o",
+    breachEventType: "Exit",
+    latitude: 1,
+    longitude: 2,
+  });
+  const data = toBinary(
+    GeofenceBreachDetectedSchema,
+    create(GeofenceBreachDetectedSchema, { eventId: "e2", occurredAt: timestampFromDate(occurredAt), breach }),
+  );
   const body = JSON.parse(toWebhookEvent(subjects.breachDetected, data)!.body);
   t.is(body.type, "geofence_breach");
   t.like(body.data, { breachEventType: "Exit", geofenceName: null, geofenceId: "g" });
@@ -65,7 +79,12 @@ test("a breach carries breachEventType", (t) => {
 
 test("a test request becomes an event of the requested type with its sample as data", (t) => {
   for (const type of ["speed_alert", "geofence_breach"] as const) {
-    const message = create(WebhookTestRequestedSchema, { eventId: "e3", occurredAt: timestampFromDate(occurredAt), eventType: type, sample: testSample(type) });
+    const message = create(WebhookTestRequestedSchema, {
+      eventId: "e3",
+      occurredAt: timestampFromDate(occurredAt),
+      eventType: type,
+      sample: testSample(type),
+    });
     const event = toWebhookEvent(subjects.webhookTestRequested, toBinary(WebhookTestRequestedSchema, message))!;
     t.is(event.type, type);
     t.is(JSON.parse(event.body).data.deviceIdentifier, "webhook-test");

@@ -3,11 +3,7 @@
 import { fromBinary, toJson, type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { GeofenceBreachSchema } from "../../../gen/tracking/v1/breach_pb.js";
-import {
-  GeofenceBreachDetectedSchema,
-  SpeedAlertRaisedSchema,
-  WebhookTestRequestedSchema,
-} from "../../../gen/tracking/v1/events_pb.js";
+import { GeofenceBreachDetectedSchema, SpeedAlertRaisedSchema, WebhookTestRequestedSchema } from "../../../gen/tracking/v1/events_pb.js";
 import { SpeedAlertSchema } from "../../../gen/tracking/v1/speed_alert_pb.js";
 import { isWebhookEventType, webhookSourceSubjects, type WebhookEventType } from "./event-types.js";
 

@@ -27,11 +27,7 @@ export type ReflectionAnswer =
  * `sent` holds the files this stream already delivered. As grpc-go does, a dependency goes out
  * once per stream, while the file asked for always goes out.
  */
-export function answerReflection(
-  index: DescriptorIndex,
-  query: ReflectionQuery,
-  sent: Set<string>,
-): ReflectionAnswer {
+export function answerReflection(index: DescriptorIndex, query: ReflectionQuery, sent: Set<string>): ReflectionAnswer {
   const request = query.messageRequest;
   switch (request.case) {
     case "listServices":
@@ -66,12 +62,7 @@ export function answerReflection(
   }
 }
 
-function withFile(
-  index: DescriptorIndex,
-  file: DescFile | undefined,
-  sent: Set<string>,
-  what: string,
-): ReflectionAnswer {
+function withFile(index: DescriptorIndex, file: DescFile | undefined, sent: Set<string>, what: string): ReflectionAnswer {
   if (file === undefined) {
     return notFound(what);
   }

@@ -22,9 +22,7 @@ export function createReflectionV1Service(index: DescriptorIndex): ServiceImpl<t
   };
 }
 
-export function createReflectionV1alphaService(
-  index: DescriptorIndex,
-): ServiceImpl<typeof v1alpha.ServerReflection> {
+export function createReflectionV1alphaService(index: DescriptorIndex): ServiceImpl<typeof v1alpha.ServerReflection> {
   return {
     async *serverReflectionInfo(requests) {
       const sent = new Set<string>();

@@ -1,5 +1,5 @@
 // Creates the outbox table and the partial index the relay scans for unpublished events.
-import { Migration } from '@mikro-orm/migrations';
+import { Migration } from "@mikro-orm/migrations";
 
 export class OutboxEventMigration extends Migration {
   override up(): void {

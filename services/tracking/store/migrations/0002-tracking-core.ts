@@ -56,7 +56,9 @@ export class TrackingCore0002 extends Migration {
     )`);
     // The duplicate rule (one observation per device and observedAt) and the history-by-device index in one.
     this.addSql(`create unique index "tracking_observation_device_time_uq" on "tracking_observation" ("device_id", "observed_at" desc)`);
-    this.addSql(`create index "tracking_observation_asset_time_idx" on "tracking_observation" ("asset_id", "observed_at" desc, "id" desc) where "asset_id" is not null`);
+    this.addSql(
+      `create index "tracking_observation_asset_time_idx" on "tracking_observation" ("asset_id", "observed_at" desc, "id" desc) where "asset_id" is not null`,
+    );
     this.addSql(`create index "tracking_observation_time_idx" on "tracking_observation" ("observed_at" desc, "id" desc)`);
 
     this.addSql(`create table "tracking_geofence" (

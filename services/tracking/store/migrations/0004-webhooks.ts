@@ -25,8 +25,12 @@ export class TrackingWebhooks0004 extends Migration {
       constraint "tracking_webhook_delivery_event_endpoint_key" unique ("event_id", "endpoint_key")
     )`);
     // The dispatcher's claim and the queue depth read only unfinished rows.
-    this.addSql(`create index "tracking_webhook_delivery_due_idx" on "tracking_webhook_delivery" ("next_attempt_at") where "status" = 'pending'`);
-    this.addSql(`create index "tracking_webhook_delivery_endpoint_pending_idx" on "tracking_webhook_delivery" ("endpoint_key") where "status" = 'pending'`);
+    this.addSql(
+      `create index "tracking_webhook_delivery_due_idx" on "tracking_webhook_delivery" ("next_attempt_at") where "status" = 'pending'`,
+    );
+    this.addSql(
+      `create index "tracking_webhook_delivery_endpoint_pending_idx" on "tracking_webhook_delivery" ("endpoint_key") where "status" = 'pending'`,
+    );
 
     this.addSql(`create table "tracking_webhook_attempt" (
       "id" uuid not null primary key,
