@@ -7,7 +7,7 @@ import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { join } from "node:path";
 import { startMesh } from "../services/mesh.js";
-import { loadConfig } from "../services/runtime/config/index.js";
+import { loadMeshConfig } from "../services/mesh-config.js";
 import { createLogger } from "../services/runtime/logging/index.js";
 import { startTelemetry } from "../services/runtime/telemetry/index.js";
 
@@ -21,22 +21,22 @@ async function main(): Promise<void> {
   const flags = [
     `--Database:Url=${databaseUrl}`,
     "--Services:Port=0",
-    "--Gateway:Tracking:Port=0",
-    "--Gateway:Protection:Port=0",
-    "--Gateway:Agents:Port=0",
+    "--Fronts:Tracking:Port=0",
+    "--Fronts:Protection:Port=0",
+    "--Gateway:Server:Port=0",
     "--Telemetry:Exporter=none",
     "--Logging:Level=warn",
     ...(natsUrl ? [`--Nats:Url=${natsUrl}`] : []),
   ];
   // Defaults otherwise (pool size, outbox poll): the mesh as `meshwork` runs it, no appsettings.
-  const config = loadConfig({ env: {}, flags, cwd: process.cwd() });
-  const logger = createLogger({ level: config.logging.level });
+  const config = loadMeshConfig({ env: {}, flags, cwd: process.cwd() });
+  const logger = createLogger({ level: config.runtime.logging.level });
   // As the `meshwork` command does: context propagation on, spans no-ops with exporter none.
   const telemetry = await startTelemetry({
-    serviceName: config.telemetry.serviceName,
-    exporter: config.telemetry.exporter,
-    otlpProtocol: config.telemetry.otlpProtocol,
-    endpoint: config.telemetry.endpoint,
+    serviceName: config.runtime.telemetry.serviceName,
+    exporter: config.runtime.telemetry.exporter,
+    otlpProtocol: config.runtime.telemetry.otlpProtocol,
+    endpoint: config.runtime.telemetry.endpoint,
     env: {},
     logger,
   });
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   const tracking = mesh.fronts.find((front) => front.name === "tracking");
   if (!tracking || mesh.servicePort === undefined) throw new Error("the mesh started without a tracking front or service host");
   const ready: IngestReady = {
-    ingestReady: { gatewayUrl: tracking.url, serviceUrl: `http://${config.services.host}:${mesh.servicePort}` },
+    ingestReady: { gatewayUrl: tracking.url, serviceUrl: `http://${config.runtime.services.host}:${mesh.servicePort}` },
   };
   process.stdout.write(`${JSON.stringify(ready)}\n`);
 

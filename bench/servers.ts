@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import pg from "pg";
 import { startMesh } from "../services/mesh.js";
-import { loadConfig } from "../services/runtime/config/index.js";
+import { loadMeshConfig } from "../services/mesh-config.js";
 import { createLogger } from "../services/runtime/logging/index.js";
 import { startTelemetry } from "../services/runtime/telemetry/index.js";
 
@@ -50,28 +50,28 @@ async function startMeshServer(databaseUrl: string): Promise<() => Promise<void>
     `--Database:Url=${databaseUrl}`,
     `--Database:PoolSize=${POOL_SIZE}`,
     "--Services:Port=0",
-    "--Gateway:Tracking:Port=0",
-    "--Gateway:Protection:Port=0",
-    "--Gateway:Agents:Port=0",
+    "--Fronts:Tracking:Port=0",
+    "--Fronts:Protection:Port=0",
+    "--Gateway:Server:Port=0",
     "--Telemetry:Exporter=none",
     "--Logging:Level=warn",
     ...(process.env.NATS_URL ? [`--Nats:Url=${process.env.NATS_URL}`] : []),
   ];
   // No appsettings or Meshwork environment variables from the caller's shell: the run is defined here.
-  const config = loadConfig({ env: {}, flags, cwd: process.cwd() });
-  const logger = createLogger({ level: config.logging.level });
+  const config = loadMeshConfig({ env: {}, flags, cwd: process.cwd() });
+  const logger = createLogger({ level: config.runtime.logging.level });
   const telemetry = await startTelemetry({
-    serviceName: config.telemetry.serviceName,
-    exporter: config.telemetry.exporter,
-    otlpProtocol: config.telemetry.otlpProtocol,
-    endpoint: config.telemetry.endpoint,
+    serviceName: config.runtime.telemetry.serviceName,
+    exporter: config.runtime.telemetry.exporter,
+    otlpProtocol: config.runtime.telemetry.otlpProtocol,
+    endpoint: config.runtime.telemetry.endpoint,
     env: {},
     logger,
   });
   const mesh = await startMesh({ config, logger, mode: { kind: "all" } });
   const tracking = mesh.fronts.find((front) => front.name === "tracking");
   if (!tracking || mesh.servicePort === undefined) throw new Error("the mesh started without a tracking front or service host");
-  ready({ role: "mesh", gatewayUrl: tracking.url, serviceUrl: `http://${config.services.host}:${mesh.servicePort}` });
+  ready({ role: "mesh", gatewayUrl: tracking.url, serviceUrl: `http://${config.runtime.services.host}:${mesh.servicePort}` });
   return async () => {
     await mesh.close();
     await telemetry.shutdown();

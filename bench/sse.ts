@@ -25,7 +25,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { ObservationRecordedSchema } from "../gen/tracking/v1/events_pb.js";
 import { startMesh } from "../services/mesh.js";
-import { loadConfig } from "../services/runtime/config/index.js";
+import { loadMeshConfig } from "../services/mesh-config.js";
 import { createTestDatabaseUrl } from "../services/runtime/database/test-database.js";
 import { createLogger } from "../services/runtime/logging/index.js";
 import { realInfra } from "../services/runtime/testing/real-infra.js";
@@ -58,17 +58,17 @@ async function serve(databaseUrl: string | undefined, natsUrl: string | undefine
   const dataDir = mkdtempSync(join(tmpdir(), "meshwork-bench-sse-"));
   const flags = [
     "--Services:Port=0",
-    "--Gateway:Tracking:Port=0",
-    "--Gateway:Protection:Port=0",
-    "--Gateway:Agents:Port=0",
+    "--Fronts:Tracking:Port=0",
+    "--Fronts:Protection:Port=0",
+    "--Gateway:Server:Port=0",
     "--Telemetry:Exporter=none",
     "--Logging:Level=warn",
     `--Data:Dir=${dataDir}`,
     ...(databaseUrl ? [`--Database:Url=${databaseUrl}`] : []),
     ...(natsUrl ? [`--Nats:Url=${natsUrl}`] : []),
   ];
-  const config = loadConfig({ env: {}, flags, cwd: process.cwd() });
-  const logger = createLogger({ level: config.logging.level });
+  const config = loadMeshConfig({ env: {}, flags, cwd: process.cwd() });
+  const logger = createLogger({ level: config.runtime.logging.level });
   const mesh = await startMesh({ config, logger, mode: { kind: "all" } });
   const bus = mesh.bus!;
   const gateway = mesh.fronts.find((f) => f.name === "tracking")!.url;

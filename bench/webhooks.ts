@@ -14,7 +14,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "nats";
 import { Webhook } from "standardwebhooks";
-import { loadConfig } from "../services/runtime/config/index.js";
+import { loadMeshConfig } from "../services/mesh-config.js";
 import { createTestDatabaseUrl } from "../services/runtime/database/test-database.js";
 import { createLogger } from "../services/runtime/logging/index.js";
 import { startMesh } from "../services/mesh.js";
@@ -61,15 +61,15 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), "meshwork-bench-webhooks-"));
   const db = process.env.DATABASE_URL ? await createTestDatabaseUrl(process.env.DATABASE_URL) : undefined;
   const endpoints = Array.from({ length: endpointCount }, (_, i) => ({ Url: `http://127.0.0.1:${port}/r${i}`, Secret: secret }));
-  const config = loadConfig({
+  const config = loadMeshConfig({
     env: {},
     cwd: dataDir,
     flags: [
       `--Data:Dir=${dataDir}`,
       "--Services:Port=0",
-      "--Gateway:Tracking:Port=0",
-      "--Gateway:Protection:Port=0",
-      "--Gateway:Agents:Port=0",
+      "--Fronts:Tracking:Port=0",
+      "--Fronts:Protection:Port=0",
+      "--Gateway:Server:Port=0",
       "--Telemetry:Exporter=none",
       "--Logging:Level=warn",
       `--Webhooks:Endpoints=${JSON.stringify(endpoints)}`,

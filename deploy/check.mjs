@@ -272,7 +272,7 @@ function checkObjects(objects, values) {
         if (!config.database.url || !config.nats.url)
           problems.push(`${cat}: serves without DATABASE_URL or NATS_URL (would fall back to embedded/in-process)`);
       } else if (args[0] === "gateway") {
-        if (config.gateway.host !== "0.0.0.0") problems.push(`${cat}: Gateway:Host is ${config.gateway.host}; the Service cannot reach it`);
+        if (config.gateway.host !== "0.0.0.0") problems.push(`${cat}: Fronts:Host is ${config.gateway.host}; the Service cannot reach it`);
         for (const [front, port] of Object.entries({
           tracking: config.gateway.tracking.port,
           protection: config.gateway.protection.port,

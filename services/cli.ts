@@ -1,15 +1,17 @@
 // `meshwork`: parses the run mode, loads configuration, starts telemetry and the mesh, and shuts
 // everything down on SIGINT/SIGTERM. A bad setting stops the process with a message naming it.
-import { ConfigError, loadConfig, renderSettingsText } from "./runtime/config/index.js";
+import { loadMeshConfig, type MeshConfig, settingsText } from "./mesh-config.js";
+import { modules } from "./registry.js";
+import { ConfigError } from "./runtime/config/index.js";
 import { createLogger } from "./runtime/logging/index.js";
 import { startTelemetry } from "./runtime/telemetry/index.js";
-import { allModules, startMesh, type MeshMode } from "./mesh.js";
+import { type MeshMode, startMesh } from "./mesh.js";
 
 const usage = `Usage: meshwork [mode] [--Section:Key=value ...]
 
 Modes:
   all                 every service and every REST front in one process (default)
-  serve <service>     one service on the service host (gRPC, gRPC-web, Connect); services: ${allModules.map((m) => m.name).join(", ")}
+  serve <service>     one service on the service host (gRPC, gRPC-web, Connect); services: ${modules.map((m) => m.name).join(", ")}
   gateway             the REST fronts only, calling services over gRPC (Services:<Name>:Address)
 
 Options:
@@ -17,7 +19,7 @@ Options:
   --help                 this text
 
 Settings (flags --Key=value, environment Section__Key, or appsettings.json):
-${renderSettingsText()}
+${settingsText()}
 `;
 
 function parseMode(args: string[]): { mode: MeshMode; flags: string[] } {
@@ -28,8 +30,8 @@ function parseMode(args: string[]): { mode: MeshMode; flags: string[] } {
   if (first === "serve") {
     const name = args[1];
     if (!name || name.startsWith("--")) throw new ConfigError("`meshwork serve` needs a service name.");
-    if (!allModules.some((m) => m.name === name)) {
-      throw new ConfigError(`Unknown service '${name}'. Known: ${allModules.map((m) => m.name).join(", ")}.`);
+    if (!modules.some((m) => m.name === name)) {
+      throw new ConfigError(`Unknown service '${name}'. Known: ${modules.map((m) => m.name).join(", ")}.`);
     }
     return { mode: { kind: "service", name }, flags: args.slice(2) };
   }
@@ -42,11 +44,11 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   let mode: MeshMode;
-  let config: ReturnType<typeof loadConfig>;
+  let config: MeshConfig;
   try {
     const parsed = parseMode(argv);
     mode = parsed.mode;
-    config = loadConfig({ flags: parsed.flags });
+    config = loadMeshConfig({ flags: parsed.flags });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`meshwork: ${err.message}\n`);
@@ -55,14 +57,14 @@ async function main(argv: string[]): Promise<void> {
     throw err;
   }
 
-  const logger = createLogger({ level: config.logging.level });
+  const logger = createLogger({ level: config.runtime.logging.level });
   const telemetry = await startTelemetry({
-    serviceName: config.telemetry.serviceName,
+    serviceName: config.runtime.telemetry.serviceName,
     serviceVersion: "0.1.0",
-    exporter: config.telemetry.exporter,
-    otlpProtocol: config.telemetry.otlpProtocol,
-    endpoint: config.telemetry.endpoint,
-    env: config.telemetry.otelEnv,
+    exporter: config.runtime.telemetry.exporter,
+    otlpProtocol: config.runtime.telemetry.otlpProtocol,
+    endpoint: config.runtime.telemetry.endpoint,
+    env: config.otelEnv,
     logger,
   });
   const mesh = await startMesh({ config, logger, mode }).catch(async (err: unknown) => {

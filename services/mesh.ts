@@ -1,28 +1,32 @@
 // Composition root: wires configuration, database, bus, outbox relay, service host and REST
 // fronts for one of the three run modes (all-in-one, one service, gateway only).
-import { createRouterTransport, type Transport } from "@connectrpc/connect";
+import type { Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { createFront } from "../gateway/index.js";
-import { assertOpenApiBindAllowed, authInterceptor, createApiKeyStore, openApiWarning } from "./runtime/auth/index.js";
-import { openBus, type EventBus } from "./runtime/bus/index.js";
-import { redactUrl, type MeshworkConfig } from "./runtime/config/index.js";
-import { openDatabase, type Database } from "./runtime/database/index.js";
-import { buildRoutes, createDirectTransport, errorInterceptor, requestContextInterceptor, startServiceHost } from "./runtime/host/index.js";
-import type { ServiceModule } from "./runtime/module/index.js";
+import type { MeshConfig } from "./mesh-config.js";
+import { modules as registered } from "./registry.js";
+import { assertOpenApiBindAllowed, authInterceptor, openApiWarning } from "./runtime/auth/index.js";
+import { type EventBus, openBus } from "./runtime/bus/index.js";
+import { redactUrl } from "./runtime/config/index.js";
+import { type Database, openDatabase } from "./runtime/database/index.js";
+import {
+  buildRoutes,
+  createDirectTransport,
+  errorInterceptor,
+  requestContextInterceptor,
+  type ServiceRegistration,
+  startServiceHost,
+} from "./runtime/host/index.js";
+import { isProtected, type ModuleAuth, type ServiceModule } from "./runtime/module/index.js";
 import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./runtime/telemetry/index.js";
-import { trackingModule } from "./tracking/index.js";
 import { requiredFieldsInterceptor } from "./runtime/validation/index.js";
-import { frontDefinitions } from "./fronts.js";
-
-/** Every bounded context Meshwork can host. */
-export const allModules: readonly ServiceModule[] = [trackingModule];
 
 export type MeshMode = { kind: "all" } | { kind: "service"; name: string } | { kind: "gateway" };
 
 export interface MeshOptions {
-  config: MeshworkConfig;
+  config: MeshConfig;
   logger: Logger;
   mode: MeshMode;
 }
@@ -44,24 +48,32 @@ export interface Mesh {
   close(): Promise<void>;
 }
 
-export function modulesFor(mode: MeshMode): readonly ServiceModule[] {
-  if (mode.kind !== "service") return allModules;
-  const module = allModules.find((m) => m.name === mode.name);
-  if (!module) throw new Error(`Unknown service '${mode.name}'. Known: ${allModules.map((m) => m.name).join(", ")}.`);
+export function modulesFor(mode: MeshMode, modules: readonly ServiceModule[] = registered): readonly ServiceModule[] {
+  if (mode.kind !== "service") return modules;
+  const module = modules.find((m) => m.name === mode.name);
+  if (!module) throw new Error(`Unknown service '${mode.name}'. Known: ${modules.map((m) => m.name).join(", ")}.`);
   return [module];
 }
 
 export async function startMesh({ config, logger, mode }: MeshOptions): Promise<Mesh> {
   const modules = modulesFor(mode);
-  // Before anything opens: bad keys, or an open API (no key) on a public address, stop start-up.
-  const apiKeys = createApiKeyStore(config.auth.apiKeys);
+  const runtime = config.runtime;
+  const settingsOf = (module: ServiceModule) => config.get(module.settings);
+  // Before anything opens: bad keys, or an open API on a public address, stop start-up.
+  const auths = new Map<ServiceModule, ModuleAuth>(modules.map((m) => [m, m.auth(settingsOf(m))]));
+  // A module with no operations yet has nothing to guard.
+  const guarded = (m: ServiceModule) => isProtected(auths.get(m)!) || m.services.length === 0;
   assertOpenApiBindAllowed({
-    apiKeyCount: apiKeys.size,
-    allowAnonymousPublicBind: config.auth.allowAnonymousPublicBind,
-    listeners: [
-      ...(mode.kind !== "gateway" ? [{ setting: "Services:Host", host: config.services.host }] : []),
-      ...(mode.kind !== "service" ? [{ setting: "Gateway:Host", host: config.gateway.host }] : []),
-    ],
+    allowAnonymousPublicBind: runtime.auth.allowAnonymousPublicBind,
+    apis: modules.map((m) => ({
+      title: m.title,
+      protected: guarded(m),
+      credentialSetting: m.credentialSetting ?? "its credentials",
+      listeners: [
+        ...(mode.kind !== "gateway" ? [{ setting: "Services:Host", host: runtime.services.host }] : []),
+        ...(mode.kind !== "service" ? [{ setting: m.front.hostSetting ?? "Fronts:Host", host: frontHost(m) }] : []),
+      ],
+    })),
   });
   const closers: (() => Promise<void>)[] = [];
   const close = async () => {
@@ -69,6 +81,9 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       await closer().catch((err: unknown) => logger.error({ err }, "error during shutdown"));
     }
   };
+  function frontHost(module: ServiceModule): string {
+    return module.front.host?.(settingsOf(module)) ?? runtime.fronts.host;
+  }
 
   try {
     let transports: (module: ServiceModule) => Transport;
@@ -77,54 +92,60 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
     if (mode.kind === "gateway") {
       transports = (module) =>
         createGrpcTransport({
-          baseUrl: module.front.address(config),
+          baseUrl: module.address(settingsOf(module)),
           interceptors: [clientTracingInterceptor()],
         });
     } else {
       const db = await openDatabase({
-        url: config.database.url,
-        dataDir: config.dataDir,
-        poolSize: config.database.poolSize,
+        url: runtime.database.url,
+        dataDir: runtime.data.dir,
+        poolSize: runtime.database.poolSize,
         modules: [outboxModule, ...modules.map((m) => m.database)],
         logger,
       });
       closers.push(() => db.close());
       logger.info(
-        { database: db.mode === "embedded" ? `embedded (${config.dataDir}/pg)` : redactUrl(config.database.url!) },
+        { database: db.mode === "embedded" ? `embedded (${runtime.data.dir}/pg)` : redactUrl(runtime.database.url!) },
         "database ready",
       );
 
-      const bus = await openBus({ url: config.nats.url, logger, replayWindow: config.events.replayWindow });
+      const bus = await openBus({ url: runtime.nats.url, logger, replayWindow: runtime.events.replayWindow });
       closers.push(() => bus.close());
       await bus.ensureStreams(modules.flatMap((m) => m.streams));
-      logger.info({ bus: bus.kind === "nats" ? redactUrl(config.nats.url!) : "in-process" }, "event bus ready");
+      logger.info({ bus: bus.kind === "nats" ? redactUrl(runtime.nats.url!) : "in-process" }, "event bus ready");
 
-      const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: config.outbox.pollIntervalMs });
+      const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: runtime.outbox.pollIntervalMs });
       closers.push(() => relay.stop());
 
-      const deps = { config, db, bus, outbox: relay, logger };
-      const runtimes = [];
+      const registrations: { registration: ServiceRegistration; auth: ModuleAuth }[] = [];
       for (const module of modules) {
-        const runtime = await module.start(deps);
-        closers.push(() => runtime.stop());
-        runtimes.push(runtime);
+        const started = await module.start({
+          settings: settingsOf(module),
+          runtime,
+          environment: config.environment,
+          db,
+          bus,
+          outbox: relay,
+          logger,
+        });
+        for (const worker of started.workers ?? []) closers.push(() => worker.stop());
+        for (const registration of started.services) registrations.push({ registration, auth: auths.get(module)! });
+        const openWarning = guarded(module) ? undefined : openApiWarning({ title: module.title, protected: false });
+        if (openWarning) logger.warn(openWarning);
       }
-      const services = runtimes.flatMap((r) => r.services);
-      const openWarning = openApiWarning(
-        apiKeys.size,
-        modules.map((m) => m.name),
-      );
-      if (openWarning) logger.warn(openWarning);
       // Auth before validation: an unauthenticated caller learns nothing about a request's shape.
-      const auth = authInterceptor({ apiKeys, services: services.map((s) => s.service), logger });
+      const auth = authInterceptor({
+        services: registrations.map(({ registration, auth }) => ({ service: registration.service, credentials: auth })),
+        logger,
+      });
       const routes = buildRoutes({
-        services,
+        services: registrations.map((r) => r.registration),
         interceptors: [requestContextInterceptor, serverTracingInterceptor(), errorInterceptor(logger), auth, requiredFieldsInterceptor],
       });
-      const host = await startServiceHost({ host: config.services.host, port: config.services.port, routes, logger });
+      const host = await startServiceHost({ host: runtime.services.host, port: runtime.services.port, routes, logger });
       closers.push(() => host.close());
       logger.info(
-        { url: `http://${config.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" },
+        { url: `http://${runtime.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" },
         "service host listening",
       );
 
@@ -138,26 +159,25 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
 
     const fronts: RunningFront[] = [];
     if (mode.kind !== "service") {
-      for (const definition of frontDefinitions) {
-        const attached = modules.filter((m) => m.front.name === definition.name);
-        if (attached.length > 1) throw new Error(`front ${definition.name}: one service module per front is supported`);
+      for (const module of modules) {
+        const { front: declared } = module;
+        const host = frontHost(module);
         const front = createFront({
-          name: definition.name,
-          host: config.gateway.host,
-          port: definition.port(config),
-          services: attached.flatMap((m) => m.services),
-          // A front with nothing attached yet never calls its transport: every path answers 404.
-          transport: attached[0] ? transports(attached[0]) : createRouterTransport(() => {}),
-          defaultStyle: definition.style,
+          name: declared.name,
+          host,
+          port: declared.port(settingsOf(module)),
+          services: module.services,
+          transport: transports(module),
+          defaultStyle: { errorStyle: declared.errorStyle, jsonNaming: declared.jsonNaming },
           logger,
-          bodyLimitBytes: config.gateway.bodyLimitBytes,
-          sseKeepAliveSeconds: config.gateway.sseKeepAliveSeconds,
+          bodyLimitBytes: runtime.fronts.bodyLimitBytes,
+          sseKeepAliveSeconds: runtime.fronts.sseKeepAliveSeconds,
         });
         const { port } = await front.listen();
         closers.push(() => front.close());
-        const url = `http://${config.gateway.host}:${port}`;
-        fronts.push({ name: definition.name, port, url });
-        logger.info({ front: definition.name, url }, `${definition.name} REST front listening on ${url}`);
+        const url = `http://${host}:${port}`;
+        fronts.push({ name: declared.name, port, url });
+        logger.info({ front: declared.name, url }, `${declared.title} listening on ${url}`);
       }
     }
     return { ...mesh, fronts, close };

@@ -1,7 +1,7 @@
 // The README's promises that code can check: the quick-start commands and the configuration table.
 import test from "ava";
 import { readFileSync } from "node:fs";
-import { renderSettingsMarkdown } from "../services/runtime/config/index.js";
+import { settingsMarkdown } from "../services/mesh-config.js";
 
 const readme = readFileSync("README.md", "utf8");
 
@@ -12,5 +12,5 @@ test("the README opens with the two quick-start commands", (t) => {
 });
 
 test("the README's configuration table is exactly the settings the loader knows", (t) => {
-  t.true(readme.includes(renderSettingsMarkdown()), "regenerate the table with `npm run settings-table`");
+  t.true(readme.includes(settingsMarkdown()), "regenerate the table with `npm run settings-table`");
 });

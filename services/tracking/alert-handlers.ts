@@ -66,7 +66,7 @@ export function alertHandlers<Row extends AlertRow, Msg extends Message>(deps: T
       const query = resolveAlertQuery(req);
       const em = deps.db.em();
       if (query.format === "csv") {
-        const window = exportWindow(query.limit, deps.config.tracking.exportMaxRows);
+        const window = exportWindow(query.limit, deps.settings.tracking.exportMaxRows);
         const { rows, truncated } = capExport(await findAlerts(em, kind.entity, query.filter, 0, window.take), window.maxRows);
         const names = await alertNames(em, rows);
         for (const [name, value] of Object.entries(exportHeaders(kind.filename, truncated))) ctx.responseHeader.set(name, value);

@@ -22,10 +22,10 @@ export function createEventStream(deps: TrackingDeps): EventStream {
   const hub = createStreamHub({
     bus: deps.bus,
     stream: trackingStream.name,
-    clientBufferSize: deps.config.events.clientBufferSize,
+    clientBufferSize: deps.settings.events.clientBufferSize,
     logger: deps.logger,
   });
-  const tokens = createStreamTokens({ db: deps.db, ttlMinutes: deps.config.sseToken.ttlMinutes });
+  const tokens = createStreamTokens({ db: deps.db, ttlMinutes: deps.settings.sseToken.ttlMinutes });
   return { impl: eventStreamService(hub, tokens), hub, stop: () => hub.stop() };
 }
 

@@ -6,7 +6,10 @@ import { GeofenceService } from "../../gen/tracking/v1/geofence_pb.js";
 import { ObservationService } from "../../gen/tracking/v1/observation_pb.js";
 import { SpeedAlertService } from "../../gen/tracking/v1/speed_alert_pb.js";
 import { SystemService } from "../../gen/tracking/v1/system_pb.js";
-import type { ServiceModule } from "../runtime/module/index.js";
+import { ErrorStyle, JsonNaming } from "../../gen/meshwork/api/v1/options_pb.js";
+import { createApiKeyStore } from "../runtime/auth/index.js";
+import { defineModule } from "../runtime/module/index.js";
+import { trackingRoles, trackingSettings } from "./settings.js";
 import { assetService } from "./asset-service.js";
 import { breachService } from "./breach-service.js";
 import { deviceService } from "./device-service.js";
@@ -46,8 +49,11 @@ import { TrackingStreamTokens0006 } from "./store/migrations/0006-stream-tokens.
 
 export { subjects, trackingStream } from "./events/subjects.js";
 
-export const trackingModule: ServiceModule = {
+export const trackingModule = defineModule({
   name: "tracking",
+  title: "tracking",
+  settings: trackingSettings,
+  renamedSettings: { "Gateway:Tracking:Port": "Fronts:Tracking:Port" },
   services: [
     SystemService,
     AssetService,
@@ -89,8 +95,16 @@ export const trackingModule: ServiceModule = {
   streams: [trackingStream],
   front: {
     name: "tracking",
-    address: (config) => config.services.tracking.address,
+    title: "asset tracking REST front (/api)",
+    port: (settings) => settings.fronts.tracking.port,
+    errorStyle: ErrorStyle.PROBLEM_JSON,
+    jsonNaming: JsonNaming.LOWER_CAMEL,
   },
+  address: (settings) => settings.services.tracking.address,
+  credentialSetting: "Auth:ApiKeys",
+  auth: (settings) => ({
+    apiKeys: { store: createApiKeyStore(settings.auth.apiKeys, "Auth:ApiKeys"), roles: trackingRoles },
+  }),
   async start(deps) {
     // Checks the webhook settings before anything starts: a bad endpoint is a start-up error.
     const webhooks = createWebhooks(deps);
@@ -117,11 +131,12 @@ export const trackingModule: ServiceModule = {
         { service: WebhookService, impl: webhookService({ ...tracking, webhooks }) },
         { service: EventStreamService, impl: eventStream.impl },
       ],
-      stop: async () => {
-        await eventStream.stop();
-        await webhooks.stop();
-        await engine.stop();
-      },
+      // Stopped in reverse: the stream first, the engine last.
+      workers: [
+        { name: "ingest engine", stop: () => engine.stop() },
+        { name: "webhooks", stop: () => webhooks.stop() },
+        { name: "event stream", stop: () => eventStream.stop() },
+      ],
     };
   },
-};
+});

@@ -31,7 +31,7 @@ export function observationHistory(deps: TrackingDeps): Partial<ServiceImpl<type
         return { items: rows.map(toObservation), totalCount: Number(total), page: page.page, pageSize: page.pageSize };
       }
 
-      const max = deps.config.tracking.exportMaxRows;
+      const max = deps.settings.tracking.exportMaxRows;
       // One snapshot: the count and every batch of rows see the same data, so the file and its
       // truncation headers agree even while observations keep arriving.
       const { total, file } = await deps.db.em().transactional(

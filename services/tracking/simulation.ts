@@ -204,7 +204,7 @@ export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<t
 
   return {
     async simulateObservations(req) {
-      if (!deps.config.tracking.simulationEnabled) {
+      if (!deps.settings.tracking.simulationEnabled) {
         throw new ConnectError("simulation is disabled by configuration (Tracking:SimulationEnabled)", Code.PermissionDenied);
       }
       const preset = findPreset(req.preset);

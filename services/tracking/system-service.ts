@@ -87,18 +87,18 @@ export function systemService(deps: TrackingDeps): Partial<ServiceImpl<typeof Sy
     },
 
     getSystemStatus() {
-      const { tracking } = deps.config;
+      const { tracking } = deps.settings;
       return {
         service: serviceName,
         version,
-        environment: deps.config.environment,
+        environment: deps.environment,
         database: deps.db.mode === "embedded" ? "embedded" : "postgresql",
         bus: deps.bus.kind,
         // Whether each feature is switched on here; every key is always present.
         features: {
           simulation: tracking.simulationEnabled,
-          webhooks: deps.config.webhooks.endpoints.length > 0,
-          apiKeys: deps.config.auth.apiKeys.length > 0,
+          webhooks: deps.settings.webhooks.endpoints.length > 0,
+          apiKeys: deps.settings.auth.apiKeys.length > 0,
           sseStream: true,
           integrations: true,
         },

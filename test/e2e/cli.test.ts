@@ -13,8 +13,7 @@ const env = { ...process.env, DATABASE_URL: "", NATS_URL: "" };
 test("--help lists the modes and the settings", (t) => {
   const out = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8", env });
   t.is(out.status, 0);
-  for (const text of ["all", "serve <service>", "gateway", "Gateway:Tracking:Port", "Database:Url"])
-    t.true(out.stdout.includes(text), text);
+  for (const text of ["all", "serve <service>", "gateway", "Fronts:Tracking:Port", "Database:Url"]) t.true(out.stdout.includes(text), text);
 });
 
 test("a bad setting stops the process with exit code 2 and names the setting", (t) => {
@@ -31,7 +30,7 @@ test("meshwork starts on the embedded defaults, prints where the front listens, 
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const child = spawn(
     process.execPath,
-    [bin, `--Data:Dir=${dataDir}`, "--Services:Port=0", "--Gateway:Tracking:Port=0", "--Telemetry:Exporter=none"],
+    [bin, `--Data:Dir=${dataDir}`, "--Services:Port=0", "--Fronts:Tracking:Port=0", "--Telemetry:Exporter=none"],
     { env, stdio: ["ignore", "pipe", "pipe"] },
   );
   t.teardown(() => child.kill("SIGKILL"));

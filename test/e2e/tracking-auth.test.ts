@@ -19,7 +19,8 @@ import { GeofenceService } from "../../gen/tracking/v1/geofence_pb.js";
 import { ObservationService } from "../../gen/tracking/v1/observation_pb.js";
 import { SpeedAlertService } from "../../gen/tracking/v1/speed_alert_pb.js";
 import { SystemService } from "../../gen/tracking/v1/system_pb.js";
-import { ConfigError, loadConfig } from "../../services/runtime/config/index.js";
+import { loadMeshConfig } from "../../services/mesh-config.js";
+import { ConfigError } from "../../services/runtime/config/index.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
 import { startMesh } from "../../services/mesh.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
@@ -263,12 +264,12 @@ test("an open API on a public address is refused at start, naming the settings",
   const logger = createLogger({ level: "silent" });
   // The check runs before anything opens, so no data directory or database is needed.
   for (const [flags, mode, setting] of [
-    [["--Gateway:Host=0.0.0.0"], { kind: "all" }, "Gateway:Host=0.0.0.0"],
+    [["--Fronts:Host=0.0.0.0"], { kind: "all" }, "Fronts:Host=0.0.0.0"],
     [["--Services:Host=0.0.0.0"], { kind: "all" }, "Services:Host=0.0.0.0"],
     [["--Services:Host=10.0.0.1"], { kind: "service", name: "tracking" }, "Services:Host=10.0.0.1"],
-    [["--Gateway:Host=::"], { kind: "gateway" }, "Gateway:Host=::"],
+    [["--Fronts:Host=::"], { kind: "gateway" }, "Fronts:Host=::"],
   ] as const) {
-    const config = loadConfig({ env: {}, flags: [...flags, "--Telemetry:Exporter=none"], cwd: tmpdir() });
+    const config = loadMeshConfig({ env: {}, flags: [...flags, "--Telemetry:Exporter=none"], cwd: tmpdir() });
     const error = await t.throwsAsync(startMesh({ config, logger, mode }), { instanceOf: ConfigError });
     t.true(error!.message.includes(`${setting} is not a loopback address`), error!.message);
     t.regex(error!.message, /Auth:AllowAnonymousPublicBind/);
@@ -283,19 +284,19 @@ test("the CLI stops with exit code 2 on that refusal", (t) => {
     [
       join(process.cwd(), "bin/meshwork.js"),
       `--Data:Dir=${dataDir}`,
-      "--Gateway:Host=0.0.0.0",
+      "--Fronts:Host=0.0.0.0",
       "--Services:Port=0",
-      "--Gateway:Tracking:Port=0",
+      "--Fronts:Tracking:Port=0",
       "--Telemetry:Exporter=none",
     ],
     { encoding: "utf8", env: { ...process.env, DATABASE_URL: "", NATS_URL: "" }, timeout: 60_000 },
   );
   t.is(out.status, 2, out.stderr);
-  t.regex(out.stderr, /Gateway:Host=0\.0\.0\.0 is not a loopback address.*Auth:AllowAnonymousPublicBind=true/s);
+  t.regex(out.stderr, /Fronts:Host=0\.0\.0\.0 is not a loopback address.*Auth:AllowAnonymousPublicBind=true/s);
 });
 
 test("Auth:AllowAnonymousPublicBind=true lets an open API bind to 0.0.0.0", async (t) => {
-  const open = await startTestMesh({ flags: ["--Gateway:Host=0.0.0.0", "--Auth:AllowAnonymousPublicBind=true"] });
+  const open = await startTestMesh({ flags: ["--Fronts:Host=0.0.0.0", "--Auth:AllowAnonymousPublicBind=true"] });
   t.teardown(() => open.close());
   const front = new URL(open.frontUrl("tracking"));
   t.is(front.hostname, "0.0.0.0");

@@ -260,8 +260,8 @@ test.serial("a client reconnecting with Last-Event-ID gets exactly the events it
   );
 });
 
-test("an idle stream gets a keep-alive comment every Gateway:SseKeepAliveSeconds", async (t) => {
-  const own = await startTestMesh({ flags: ["--Gateway:SseKeepAliveSeconds=1"] });
+test("an idle stream gets a keep-alive comment every Fronts:SseKeepAliveSeconds", async (t) => {
+  const own = await startTestMesh({ flags: ["--Fronts:SseKeepAliveSeconds=1"] });
   t.teardown(() => own.close());
   const at = own.frontUrl("tracking");
   const token = await newToken(at);
@@ -324,7 +324,7 @@ if (infra.databaseUrl && infra.natsUrl) {
   test("an event raised through one mesh reaches a client of another sharing PostgreSQL and NATS", async (t) => {
     const a = await startTestMesh();
     // B shares A's database (A drops it at close, so B closes first).
-    const b = await startTestMesh({ databaseUrl: a.config.database.url });
+    const b = await startTestMesh({ databaseUrl: a.config.runtime.database.url });
     t.teardown(async () => {
       await b.close();
       await a.close();

@@ -310,17 +310,17 @@ test("GET /api/system/status is the sanitized configuration", async (t) => {
     service: "meshwork-tracking",
     version: packageVersion,
     environment: mesh.config.environment,
-    database: mesh.config.database.url ? "postgresql" : "embedded",
-    bus: mesh.config.nats.url ? "nats" : "memory",
+    database: mesh.config.runtime.database.url ? "postgresql" : "embedded",
+    bus: mesh.config.runtime.nats.url ? "nats" : "memory",
     // This mesh runs without webhook endpoints or API keys; the stream and feeds are always on.
     features: { simulation: true, webhooks: false, apiKeys: false, sseStream: true, integrations: true },
     settings: { defaultSpeedThresholdKmh: "120", speedAlertCooldownMinutes: "5", exportMaxRows: "50000" },
   });
   // No connection string, credential or local path, whatever the mode.
-  for (const secret of ["://", "postgres@", "password", "secret", mesh.config.dataDir]) {
+  for (const secret of ["://", "postgres@", "password", "secret", mesh.config.runtime.data.dir]) {
     t.false(text.toLowerCase().includes(secret.toLowerCase()), `status must not contain ${secret}`);
   }
-  if (mesh.config.database.url) t.false(text.includes(new URL(mesh.config.database.url).host));
+  if (mesh.config.runtime.database.url) t.false(text.includes(new URL(mesh.config.runtime.database.url).host));
 });
 
 test("seed refuses a body without reset, with an unknown property or a wrong type", async (t) => {

@@ -4,14 +4,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadConfig, type MeshworkConfig } from "../../services/runtime/config/index.js";
 import { createTestDatabaseUrl } from "../../services/runtime/database/index.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
 import { realInfra } from "../../services/runtime/testing/index.js";
-import { startMesh, type Mesh, type MeshMode } from "../../services/mesh.js";
+import { type Mesh, type MeshMode, startMesh } from "../../services/mesh.js";
+import { loadMeshConfig, type MeshConfig } from "../../services/mesh-config.js";
 
 export interface TestMesh extends Mesh {
-  config: MeshworkConfig;
+  config: MeshConfig;
   /** Base URL of a REST front, e.g. `frontUrl("tracking")`. */
   frontUrl(name: string): string;
   serviceUrl: string;
@@ -40,16 +40,16 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
   const flags = [
     `--Data:Dir=${dataDir}`,
     "--Services:Port=0",
-    "--Gateway:Tracking:Port=0",
-    "--Gateway:Protection:Port=0",
-    "--Gateway:Agents:Port=0",
+    "--Fronts:Tracking:Port=0",
+    "--Fronts:Protection:Port=0",
+    "--Gateway:Server:Port=0",
     "--Telemetry:Exporter=none",
     "--Outbox:PollIntervalMs=200",
     ...(databaseUrl ? [`--Database:Url=${databaseUrl}`] : []),
     ...(infra.natsUrl ? [`--Nats:Url=${infra.natsUrl}`] : []),
     ...(options.flags ?? []),
   ];
-  const config = loadConfig({ env: {}, flags, cwd: dataDir });
+  const config = loadMeshConfig({ env: {}, flags, cwd: dataDir });
   const logger = createLogger({ level: process.env.MESHWORK_TEST_LOG ?? "silent" });
   const mesh = await startMesh({ config, logger, mode });
   return {

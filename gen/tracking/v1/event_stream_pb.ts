@@ -172,7 +172,7 @@ export const DroppedSchema: GenMessage<Dropped> = /*@__PURE__*/
  * `dropped` event. Each client has a buffer of Events:ClientBufferSize events (100): when a
  * client reads too slowly the oldest are dropped and a `dropped` event says how many, so one slow
  * client never holds back the others. A `: keep-alive` comment is written after
- * Gateway:SseKeepAliveSeconds (15) without traffic.
+ * Fronts:SseKeepAliveSeconds (15) without traffic.
  *
  * @generated from service tracking.v1.EventStreamService
  */

@@ -2,11 +2,10 @@
 // store is built, and a presented key is compared against every digest in constant time.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { ConfigError } from "../config/index.js";
-import type { ApiKeyRole } from "./roles.js";
 
 export interface ApiKeyIdentity {
   readonly name: string;
-  readonly role: ApiKeyRole;
+  readonly role: string;
 }
 
 export interface ApiKeyStore {
@@ -24,13 +23,13 @@ function digestOf(key: string): Buffer {
   return createHash("sha256").update(key, "utf8").digest();
 }
 
-export function createApiKeyStore(keys: readonly { name: string; role: ApiKeyRole; key: string }[]): ApiKeyStore {
+export function createApiKeyStore(keys: readonly { name: string; role: string; key: string }[], setting = "Auth:ApiKeys"): ApiKeyStore {
   const stored: StoredKey[] = [];
   for (const [index, { name, role, key }] of keys.entries()) {
     const digest = digestOf(key);
     const twin = stored.findIndex((s) => timingSafeEqual(s.digest, digest));
     // Two entries with one key would make the caller's identity depend on the list order.
-    if (twin >= 0) throw new ConfigError(`Invalid setting Auth:ApiKeys: items ${twin} and ${index} have the same Key.`);
+    if (twin >= 0) throw new ConfigError(`Invalid setting ${setting}: items ${twin} and ${index} have the same Key.`);
     stored.push({ name, role, digest });
   }
 

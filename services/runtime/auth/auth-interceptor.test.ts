@@ -10,7 +10,7 @@ import { DeviceService } from "../../../gen/tracking/v1/device_pb.js";
 import { ObservationService } from "../../../gen/tracking/v1/observation_pb.js";
 import { SystemService } from "../../../gen/tracking/v1/system_pb.js";
 import { createApiKeyStore } from "./api-key-store.js";
-import { authInterceptor, type BearerVerifier } from "./auth-interceptor.js";
+import { authInterceptor, type BearerVerifier, type CredentialSchemes } from "./auth-interceptor.js";
 import { requestContext } from "../host/request-context.js";
 import { requestContextInterceptor } from "../host/interceptors/request-context-interceptor.js";
 import { callerContext, callerKey, callerSlot, currentCaller, currentIdentity, type Identity } from "./identity.js";
@@ -104,7 +104,16 @@ async function codeOf(call: Promise<unknown>): Promise<{ code: Code; message: st
   throw new Error("the call succeeded");
 }
 
-const keyed = () => trackingClients(authInterceptor({ apiKeys: createApiKeyStore(keys) }));
+const roles = ["ingest", "operator"];
+const trackingServices = [DeviceService, ObservationService, SystemService, Health];
+/** One module's credentials on every given service, as the mesh wires them. */
+const guarding = (credentials: CredentialSchemes, services: readonly DescService[] = trackingServices) =>
+  authInterceptor({ services: services.map((service) => ({ service, credentials })) });
+const withKeys = (list: readonly { name: string; role: string; key: string }[]): CredentialSchemes => ({
+  apiKeys: { store: createApiKeyStore(list), roles },
+});
+
+const keyed = () => trackingClients(guarding(withKeys(keys)));
 
 test("no key or an unknown key on an operator rpc: Unauthenticated, and the key is not echoed", async (t) => {
   const { devices, seen } = keyed();
@@ -183,7 +192,7 @@ test("a server-streaming handler runs under the caller's identity on every pull"
 });
 
 test("no key configured: open, every caller anonymous, an outer identity does not leak in", async (t) => {
-  const { devices, observations, seen } = trackingClients(authInterceptor({ apiKeys: createApiKeyStore([]) }));
+  const { devices, observations, seen } = trackingClients(guarding(withKeys([])));
   const outer = { identity: { authenticated: true, name: "outer", role: "operator" } };
   await callerContext.run(outer, () => devices.listDevices({}));
   await devices.listDevices({}, withKey(UNKNOWN_KEY));
@@ -198,7 +207,7 @@ test("no key configured: open, every caller anonymous, an outer identity does no
 });
 
 test("behind the request-context interceptor (as every host runs it) the caller rides on the request's context, unary and streaming", async (t) => {
-  const auth = authInterceptor({ apiKeys: createApiKeyStore(keys) });
+  const auth = guarding(withKeys(keys));
   const slots: boolean[] = [];
   const probe: Interceptor = (next) => async (req) => {
     slots.push(requestContext.getStore()?.values.has(callerSlot) ?? false);
@@ -264,17 +273,38 @@ function probeClient(service: DescService, interceptor: Interceptor) {
 
 test("a policy naming a role the ranking does not know fails when the interceptor is built", (t) => {
   const service = serviceWithPolicy(AuthKind.API_KEY, "admin");
-  const error = t.throws(() => authInterceptor({ apiKeys: createApiKeyStore(keys), services: [service] }));
+  const error = t.throws(() => guarding(withKeys(keys), [service]));
   t.regex(error!.message, /test\.v1\.Probe\/Ping: auth role "admin" is not one of ingest, operator/);
-  t.notThrows(() => authInterceptor({ apiKeys: createApiKeyStore(keys), services: [DeviceService, ObservationService, SystemService] }));
+  t.notThrows(() => guarding(withKeys(keys)));
+});
+
+test("each service is checked against its own module's credentials", async (t) => {
+  const service = serviceWithPolicy(AuthKind.API_KEY, "admin");
+  const other = {
+    apiKeys: { store: createApiKeyStore([{ name: "root", role: "admin", key: "root-key-0123456789abcdef" }]), roles: ["user", "admin"] },
+  };
+  const interceptor = authInterceptor({
+    services: [{ service, credentials: other }, ...trackingServices.map((s) => ({ service: s, credentials: withKeys(keys) }))],
+  });
+  const probe = probeClient(service, interceptor);
+  t.is((await codeOf(probe.ping({ "x-api-key": OPS_KEY }))).code, Code.Unauthenticated, "another module's key is unknown here");
+  await probe.ping({ "x-api-key": "root-key-0123456789abcdef" });
+  t.deepEqual(probe.seen, [{ authenticated: true, name: "root", role: "admin", scheme: "api-key" }]);
+  const { devices } = trackingClients(interceptor);
+  t.is((await codeOf(devices.listDevices({}, withKey("root-key-0123456789abcdef")))).code, Code.Unauthenticated);
+});
+
+test("a service no module declared is refused", async (t) => {
+  const probe = probeClient(serviceWithPolicy(AuthKind.NONE, ""), guarding(withKeys([])));
+  t.is((await codeOf(probe.ping())).code, Code.Unimplemented);
 });
 
 test("bearer policies without a verifier: Unimplemented while keys are configured, open otherwise", async (t) => {
   const service = serviceWithPolicy(AuthKind.BEARER, "");
-  const keyedProbe = probeClient(service, authInterceptor({ apiKeys: createApiKeyStore(keys) }));
+  const keyedProbe = probeClient(service, guarding(withKeys(keys), [service]));
   t.is((await codeOf(keyedProbe.ping({ authorization: "Bearer abc" }))).code, Code.Unimplemented);
   t.is((await codeOf(keyedProbe.ping({ "x-api-key": OPS_KEY }))).code, Code.Unimplemented, "an API key is no bearer token");
-  const openProbe = probeClient(service, authInterceptor({ apiKeys: createApiKeyStore([]) }));
+  const openProbe = probeClient(service, guarding(withKeys([]), [service]));
   await openProbe.ping();
   t.deepEqual(openProbe.seen, [{ authenticated: false }]);
 });
@@ -290,7 +320,7 @@ test("a module can plug in a bearer verifier with its own roles", async (t) => {
           : undefined,
   };
   const service = serviceWithPolicy(AuthKind.BEARER, "admin");
-  const probe = probeClient(service, authInterceptor({ apiKeys: createApiKeyStore([]), bearer: verifier, services: [service] }));
+  const probe = probeClient(service, guarding({ bearer: verifier }, [service]));
   t.is((await codeOf(probe.ping())).code, Code.Unauthenticated);
   const bad = await codeOf(probe.ping({ authorization: "Bearer forged-token" }));
   t.is(bad.code, Code.Unauthenticated);

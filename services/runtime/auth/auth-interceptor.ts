@@ -6,7 +6,7 @@ import { wrapStream } from "../host/interceptors/wrap-stream.js";
 import type { ApiKeyStore } from "./api-key-store.js";
 import { anonymous, callerKey, runAsCaller, type CallerContext, type Identity } from "./identity.js";
 import { policyOf, type ResolvedPolicy } from "./policy.js";
-import { apiKeyRoles, roleSatisfies, type RoleRanking } from "./roles.js";
+import { type RoleRanking, roleSatisfies } from "./roles.js";
 
 export const API_KEY_HEADER = "x-api-key";
 
@@ -25,11 +25,20 @@ export interface BearerVerifier {
   verify(token: string, call: { method: DescMethod; header: Headers }): Promise<Identity | undefined> | Identity | undefined;
 }
 
-export interface AuthInterceptorOptions {
-  readonly apiKeys: ApiKeyStore;
+/** The credentials a service's callers may present, as its module declares them. */
+export interface CredentialSchemes {
+  /** API keys and the roles they carry, lowest first. */
+  readonly apiKeys?: { readonly store: ApiKeyStore; readonly roles: RoleRanking };
   readonly bearer?: BearerVerifier;
-  /** Services checked when the interceptor is built: a policy naming an unknown role fails start-up. */
-  readonly services?: readonly DescService[];
+}
+
+export interface AuthInterceptorOptions {
+  /**
+   * Every service the interceptor guards, with its module's credentials. Checked when the
+   * interceptor is built: a policy naming a role its scheme does not rank fails start-up. A call to
+   * a service not listed here is refused.
+   */
+  readonly services: readonly { readonly service: DescService; readonly credentials: CredentialSchemes }[];
   /** Refusals are logged at debug level, with the key's name, never the key. */
   readonly logger?: { debug(obj: object, msg?: string): void };
 }
@@ -53,24 +62,32 @@ function presentedBearer(header: Headers): string | undefined {
   return match?.[1];
 }
 
-function checkPolicyRoles(services: readonly DescService[], bearer: BearerVerifier | undefined): void {
-  for (const service of services) {
-    for (const method of service.methods) {
-      const { kind, role } = policyOf(method);
-      const ranking = kind === "api-key" ? apiKeyRoles : kind === "bearer" ? bearer?.roles : undefined;
-      if (ranking && role !== "" && !ranking.includes(role)) {
-        throw new Error(`${service.typeName}/${method.name}: auth role "${role}" is not one of ${ranking.join(", ")}`);
-      }
+function checkPolicyRoles(service: DescService, credentials: CredentialSchemes): void {
+  for (const method of service.methods) {
+    const { kind, role } = policyOf(method);
+    const ranking = kind === "api-key" ? credentials.apiKeys?.roles : kind === "bearer" ? credentials.bearer?.roles : undefined;
+    if (ranking && role !== "" && !ranking.includes(role)) {
+      throw new Error(`${service.typeName}/${method.name}: auth role "${role}" is not one of ${ranking.join(", ")}`);
     }
   }
 }
 
+/** One service's credentials, resolved once. */
+interface Guard {
+  readonly keys?: { readonly store: ApiKeyStore; readonly roles: RoleRanking };
+  readonly bearer?: BearerVerifier;
+  /** Nothing to check a credential against: every policy passes as anonymous. */
+  readonly open: boolean;
+}
+
 export function authInterceptor(options: AuthInterceptorOptions): Interceptor {
-  const { apiKeys, bearer, logger } = options;
-  checkPolicyRoles(options.services ?? [], bearer);
-  const keysConfigured = apiKeys.size > 0;
-  // Open mode: nothing to check a credential against, so every policy passes as anonymous.
-  const open = !keysConfigured && bearer === undefined;
+  const { logger } = options;
+  const guards = new Map<string, Guard>();
+  for (const { service, credentials } of options.services) {
+    checkPolicyRoles(service, credentials);
+    const keys = credentials.apiKeys && credentials.apiKeys.store.size > 0 ? credentials.apiKeys : undefined;
+    guards.set(service.typeName, { keys, bearer: credentials.bearer, open: keys === undefined && credentials.bearer === undefined });
+  }
 
   const refuse = (method: DescMethod, error: ConnectError, keyName?: string): never => {
     logger?.debug({ rpc: `${method.parent.typeName}/${method.name}`, code: Code[error.code], keyName }, "call refused by auth policy");
@@ -78,10 +95,11 @@ export function authInterceptor(options: AuthInterceptorOptions): Interceptor {
   };
 
   /** Whoever the credentials say, without requiring any (operations open to anyone). */
-  async function identify(method: DescMethod, header: Headers): Promise<CallerContext> {
-    const key = keysConfigured ? presentedApiKey(header) : undefined;
+  async function identify(guard: Guard, method: DescMethod, header: Headers): Promise<CallerContext> {
+    const { keys: apiKeys, bearer } = guard;
+    const key = apiKeys ? presentedApiKey(header) : undefined;
     if (key !== undefined) {
-      const found = apiKeys.lookup(key);
+      const found = apiKeys!.store.lookup(key);
       return found
         ? { identity: { authenticated: true, name: found.name, role: found.role, scheme: "api-key" } }
         : { identity: anonymous, rejectedCredential: "api-key" };
@@ -94,19 +112,23 @@ export function authInterceptor(options: AuthInterceptorOptions): Interceptor {
     return openCaller;
   }
 
-  async function authenticate(method: DescMethod, header: Headers, policy: ResolvedPolicy): Promise<CallerContext> {
+  async function authenticate(guard: Guard, method: DescMethod, header: Headers, policy: ResolvedPolicy): Promise<CallerContext> {
+    const { keys: apiKeys, bearer, open } = guard;
     switch (policy.kind) {
       case "none":
-        return identify(method, header);
+        return identify(guard, method, header);
       case "api-key": {
-        if (!keysConfigured) return openCaller;
+        if (!apiKeys) {
+          if (open) return openCaller;
+          return refuse(method, new ConnectError("this service does not accept API keys", Code.Unauthenticated));
+        }
         const key = presentedApiKey(header);
         if (key === undefined) {
           return refuse(method, new ConnectError("missing API key: send it in the X-Api-Key header", Code.Unauthenticated));
         }
-        const found = apiKeys.lookup(key);
+        const found = apiKeys.store.lookup(key);
         if (!found) return refuse(method, rejectedCredentialError("api-key"));
-        if (!roleSatisfies(apiKeyRoles, found.role, policy.role)) {
+        if (!roleSatisfies(apiKeys.roles, found.role, policy.role)) {
           const error = new ConnectError(
             `the API key "${found.name}" has the role ${found.role}; this operation needs ${policy.role}`,
             Code.PermissionDenied,
@@ -145,8 +167,12 @@ export function authInterceptor(options: AuthInterceptorOptions): Interceptor {
   };
 
   return (next) => (req) => {
+    const guard = guards.get(req.service.typeName);
+    if (guard === undefined) {
+      throw new ConnectError(`no credentials are declared for ${req.service.typeName}`, Code.Unimplemented);
+    }
     // Open, nothing to check: no promise of its own for the call.
-    if (open) return enter(next, req, openCaller);
-    return authenticate(req.method, req.header, policyOf(req.method)).then((caller) => enter(next, req, caller));
+    if (guard.open) return enter(next, req, openCaller);
+    return authenticate(guard, req.method, req.header, policyOf(req.method)).then((caller) => enter(next, req, caller));
   };
 }

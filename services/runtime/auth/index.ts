@@ -7,6 +7,7 @@ export {
   rejectedCredentialError,
   type AuthInterceptorOptions,
   type BearerVerifier,
+  type CredentialSchemes,
 } from "./auth-interceptor.js";
 export {
   anonymous,
@@ -17,6 +18,6 @@ export {
   type Identity,
 } from "./identity.js";
 export { isLoopbackHost } from "./loopback.js";
-export { assertOpenApiBindAllowed, openApiWarning, type Listener, type OpenApiGuardOptions } from "./open-api-guard.js";
+export { assertOpenApiBindAllowed, type GuardedApi, type Listener, type OpenApiGuardOptions, openApiWarning } from "./open-api-guard.js";
 export { policyOf, type PolicyKind, type ResolvedPolicy } from "./policy.js";
-export { apiKeyRoles, roleSatisfies, type ApiKeyRole, type RoleRanking } from "./roles.js";
+export { roleSatisfies, type RoleRanking } from "./roles.js";

@@ -20,40 +20,51 @@ const publicHosts = [
 for (const host of loopback) test(`${host} is loopback`, (t) => t.true(isLoopbackHost(host)));
 for (const host of publicHosts) test(`${host} is not loopback`, (t) => t.false(isLoopbackHost(host)));
 
-const gatewayOn = (host: string) => [
-  { setting: "Gateway:Host", host },
+const frontOn = (host: string) => [
+  { setting: "Fronts:Host", host },
   { setting: "Services:Host", host: "127.0.0.1" },
 ];
+const api = (isProtected: boolean, listeners: { setting: string; host: string }[]) => ({
+  title: "asset tracking",
+  protected: isProtected,
+  listeners,
+  credentialSetting: "Auth:ApiKeys",
+});
+const guard =
+  (allowAnonymousPublicBind: boolean, ...apis: ReturnType<typeof api>[]) =>
+  () =>
+    assertOpenApiBindAllowed({ allowAnonymousPublicBind, apis });
 
-test("no key and a public Gateway:Host: refused, naming both settings", (t) => {
-  const error = t.throws(
-    () => assertOpenApiBindAllowed({ apiKeyCount: 0, allowAnonymousPublicBind: false, listeners: gatewayOn("0.0.0.0") }),
-    { instanceOf: ConfigError },
-  );
-  t.regex(error!.message, /Gateway:Host=0\.0\.0\.0 is not a loopback address/);
+test("no credential and a public Fronts:Host: refused, naming both settings", (t) => {
+  const error = t.throws(guard(false, api(false, frontOn("0.0.0.0"))), { instanceOf: ConfigError });
+  t.regex(error!.message, /Fronts:Host=0\.0\.0\.0 is not a loopback address/);
   t.regex(error!.message, /Auth:AllowAnonymousPublicBind/);
   t.regex(error!.message, /Auth:ApiKeys/);
+  t.regex(error!.message, /asset tracking API/);
   t.false(error!.message.includes("Services:Host"), "only the exposed listener is named");
 });
 
-test("no key and a public Services:Host: refused as well", (t) => {
-  const error = t.throws(() =>
-    assertOpenApiBindAllowed({
-      apiKeyCount: 0,
-      allowAnonymousPublicBind: false,
-      listeners: [{ setting: "Services:Host", host: "10.1.2.3" }],
-    }),
-  );
+test("no credential and a public Services:Host: refused as well", (t) => {
+  const error = t.throws(guard(false, api(false, [{ setting: "Services:Host", host: "10.1.2.3" }])));
   t.regex(error!.message, /Services:Host=10\.1\.2\.3/);
 });
 
-test("keys, an explicit allowance or loopback only: allowed", (t) => {
-  t.notThrows(() => assertOpenApiBindAllowed({ apiKeyCount: 1, allowAnonymousPublicBind: false, listeners: gatewayOn("0.0.0.0") }));
-  t.notThrows(() => assertOpenApiBindAllowed({ apiKeyCount: 0, allowAnonymousPublicBind: true, listeners: gatewayOn("0.0.0.0") }));
-  t.notThrows(() => assertOpenApiBindAllowed({ apiKeyCount: 0, allowAnonymousPublicBind: false, listeners: gatewayOn("localhost") }));
+test("a credential, an explicit allowance or loopback only: allowed", (t) => {
+  t.notThrows(guard(false, api(true, frontOn("0.0.0.0"))));
+  t.notThrows(guard(true, api(false, frontOn("0.0.0.0"))));
+  t.notThrows(guard(false, api(false, frontOn("localhost"))));
 });
 
-test("the open-API warning appears only without keys", (t) => {
-  t.is(openApiWarning(0, ["tracking"]), "no API keys configured: the tracking API is open to anyone who can reach it");
-  t.is(openApiWarning(2, ["tracking"]), undefined);
+test("each module answers for itself: a protected one does not cover an open one", (t) => {
+  t.throws(guard(false, api(true, frontOn("0.0.0.0")), { ...api(false, frontOn("0.0.0.0")), title: "device protection" }), {
+    message: /device protection API/,
+  });
+});
+
+test("the open-API warning appears only without a credential", (t) => {
+  t.is(
+    openApiWarning({ title: "asset tracking", protected: false }),
+    "no API keys configured: the asset tracking API is open to anyone who can reach it",
+  );
+  t.is(openApiWarning({ title: "asset tracking", protected: true }), undefined);
 });

@@ -1,36 +1,49 @@
-// The start-up rule for an open API: with no API key configured anyone who reaches a listener
-// may call everything, so listeners stay on loopback unless the operator accepts that in writing.
+// The start-up rule for an open API: a service with no credential configured lets anyone who
+// reaches a listener call everything, so its listeners stay on loopback unless the operator
+// accepts that in writing. Each module says whether its service is protected.
 import { ConfigError } from "../config/index.js";
 import { isLoopbackHost } from "./loopback.js";
 
 export interface Listener {
-  /** The setting that chose the address, named in the refusal (e.g. `Gateway:Host`). */
+  /** The setting that chose the address, named in the refusal (e.g. `Fronts:Host`). */
   readonly setting: string;
   readonly host: string;
 }
 
-export interface OpenApiGuardOptions {
-  readonly apiKeyCount: number;
-  readonly allowAnonymousPublicBind: boolean;
+export interface GuardedApi {
+  /** For people: "asset tracking". */
+  readonly title: string;
+  /** A credential is configured (an API key, or a bearer verifier). */
+  readonly protected: boolean;
+  /** Where its operations can be reached from. */
   readonly listeners: readonly Listener[];
+  /** The setting that configures its credentials, named in the refusal. */
+  readonly credentialSetting: string;
+}
+
+export interface OpenApiGuardOptions {
+  readonly allowAnonymousPublicBind: boolean;
+  readonly apis: readonly GuardedApi[];
 }
 
 /** Throws a ConfigError naming the settings when an open API would listen on a public address. */
 export function assertOpenApiBindAllowed(options: OpenApiGuardOptions): void {
-  if (options.apiKeyCount > 0 || options.allowAnonymousPublicBind) return;
-  const exposed = options.listeners.filter((l) => !isLoopbackHost(l.host));
-  if (exposed.length === 0) return;
-  const where = exposed.map((l) => `${l.setting}=${l.host}`).join(" and ");
-  throw new ConfigError(
-    `${where} is not a loopback address, but no API key is configured (Auth:ApiKeys), so anyone who can reach it ` +
-      `could call every operation. Configure Auth:ApiKeys, bind to 127.0.0.1, or set ` +
-      `Auth:AllowAnonymousPublicBind=true to serve an open API on a public address.`,
-  );
+  if (options.allowAnonymousPublicBind) return;
+  for (const api of options.apis) {
+    if (api.protected) continue;
+    const exposed = api.listeners.filter((l) => !isLoopbackHost(l.host));
+    if (exposed.length === 0) continue;
+    const where = exposed.map((l) => `${l.setting}=${l.host}`).join(" and ");
+    throw new ConfigError(
+      `${where} is not a loopback address, but no credential is configured for the ${api.title} API (${api.credentialSetting}), ` +
+        `so anyone who can reach it could call every operation. Configure ${api.credentialSetting}, bind to 127.0.0.1, or set ` +
+        `Auth:AllowAnonymousPublicBind=true to serve an open API on a public address.`,
+    );
+  }
 }
 
-/** The start-up warning for an open API; undefined when keys are configured. */
-export function openApiWarning(apiKeyCount: number, apiNames: readonly string[]): string | undefined {
-  if (apiKeyCount > 0) return undefined;
-  const names = apiNames.length > 0 ? apiNames.join(", ") : "service";
-  return `no API keys configured: the ${names} API is open to anyone who can reach it`;
+/** The start-up warning for an open API; undefined when a credential is configured. */
+export function openApiWarning(api: Pick<GuardedApi, "title" | "protected">): string | undefined {
+  if (api.protected) return undefined;
+  return `no API keys configured: the ${api.title} API is open to anyone who can reach it`;
 }

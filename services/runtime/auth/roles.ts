@@ -1,13 +1,8 @@
-// Role rankings: a credential satisfies a policy when its role ranks at least as high as the
+// Role rankings, declared by each service module: a credential satisfies a policy when its role ranks at least as high as the
 // policy's. Lowest first, so a ranking is just an ordered list.
 
 /** A ranking of roles, lowest first. */
 export type RoleRanking = readonly string[];
-
-/** The roles an API key can carry (Auth:ApiKeys), lowest first: ingest < operator. */
-export const apiKeyRoles = ["ingest", "operator"] as const satisfies RoleRanking;
-
-export type ApiKeyRole = (typeof apiKeyRoles)[number];
 
 /**
  * Whether `held` satisfies `required` in `ranking`. An empty `required` means any valid

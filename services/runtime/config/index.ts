@@ -1,5 +1,7 @@
-export { loadConfig, describeConfig, redactUrl, ConfigError } from "./load-config.js";
-export type { ApiKeyConfig, ListItem, LoadConfigOptions, MeshworkConfig, SettingValue, WebhookEndpointConfig } from "./load-config.js";
-export { settings } from "./settings.js";
-export type { ListField, Setting, SettingType } from "./settings.js";
-export { renderSettingsMarkdown, renderSettingsText, environmentForm } from "./settings-table.js";
+// Settings: declared as zod schemas (setting.ts) by the runtime and by each service module, loaded
+// from defaults, appsettings files, the environment and flags (load-config.ts).
+export { ConfigError, type LoadConfigOptions, type LoadedConfig, loadConfig, redactUrl } from "./load-config.js";
+export { type RuntimeSettings, renamedRuntimeSettings, runtimeSettings } from "./runtime-settings.js";
+export { type ListFieldSpec, type SettingMeta, type SettingsOf, type SettingsSchema, setting, settingMeta } from "./setting.js";
+export { environmentForm, renderSettingsMarkdown, renderSettingsText } from "./settings-table.js";
+export { collectLeaves, leavesOf, type SettingLeaf } from "./settings-tree.js";

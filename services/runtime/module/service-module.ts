@@ -1,14 +1,22 @@
-// The contract between a bounded context (services/<name>) and the process that hosts it: what it
-// stores, which streams it publishes on, which RPC services it serves and which front shows them.
+// The contract between a bounded context (services/<name>) and the process that hosts it. A module
+// declares everything about its service: its settings, the RPC services it serves, what it stores,
+// its event streams, the REST front that shows it, how callers prove who they are, and the work it
+// runs in the background. The runtime offers the mechanisms and names no service.
 import type { DescService } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
+import type { ErrorStyle, JsonNaming } from "../../../gen/meshwork/api/v1/options_pb.js";
+import type { ApiKeyStore, BearerVerifier, RoleRanking } from "../auth/index.js";
 import type { EventBus, StreamDefinition } from "../bus/index.js";
-import type { MeshworkConfig } from "../config/index.js";
+import type { RuntimeSettings, SettingsOf, SettingsSchema } from "../config/index.js";
 import type { Database, DatabaseModule } from "../database/index.js";
 import type { ServiceRegistration } from "../host/index.js";
 
-export interface ModuleDeps {
-  config: MeshworkConfig;
+export interface ModuleDeps<Settings = unknown> {
+  /** The module's own settings, typed by its schema. */
+  settings: Settings;
+  /** The mesh's settings (database, bus, fronts, ...), for modules that report them. */
+  runtime: RuntimeSettings;
+  environment: string;
   db: Database;
   bus: EventBus;
   /** Wakes the outbox relay after a commit that recorded events. */
@@ -16,25 +24,77 @@ export interface ModuleDeps {
   logger: Logger;
 }
 
-export interface ServiceModule {
+/** The REST front that shows a module's services: its own listener, naming and error style. */
+export interface FrontDeclaration<Settings> {
+  /** Shown in logs and used by tests (`frontUrl("tracking")`). */
+  name: string;
+  /** What the front serves, for the start-up line (e.g. "asset tracking REST front (/api)"). */
+  title: string;
+  /** Its port, from the module's settings. */
+  port(settings: Settings): number;
+  /** Its bind address when the module documents its own; unset: Fronts:Host. */
+  host?(settings: Settings): string | undefined;
+  /** The settings named in a refusal to bind an open API publicly. */
+  hostSetting?: string;
+  /** Style of the answers the gateway makes itself (404, 405, 413, ...); methods use their service's option. */
+  errorStyle: ErrorStyle;
+  jsonNaming: JsonNaming;
+}
+
+/** How a module's callers prove who they are; the one auth interceptor enforces the contract with it. */
+export interface ModuleAuth {
+  /** API keys (`X-Api-Key`, gRPC `x-api-key`) and the roles they carry, lowest first. */
+  apiKeys?: { store: ApiKeyStore; roles: RoleRanking };
+  /** Bearer tokens (`Authorization: Bearer`). */
+  bearer?: BearerVerifier;
+}
+
+/** Background work with a start and a stop (relays, schedulers, durable consumers). */
+export interface Worker {
+  name: string;
+  stop(): Promise<void>;
+}
+
+export interface ServiceModule<S extends SettingsSchema = SettingsSchema> {
   /** Also the name used on the command line: `meshwork serve <name>`. */
   name: string;
+  /** For people: "asset tracking". */
+  title: string;
+  /** The module's settings: a schema of `setting.*` leaves under its own sections. */
+  settings: S;
+  /** Old setting names of this module's that stop start-up with a message naming the new one. */
+  renamedSettings?: Readonly<Record<string, string>>;
   /** The RPC services, read by gateways even when the implementation runs elsewhere. */
   services: readonly DescService[];
   database: DatabaseModule;
+  /** The JetStream streams its events travel on (subjects are stated on the event messages). */
   streams: readonly StreamDefinition[];
-  /** The REST front that exposes these services (see services/fronts.ts). */
-  front: {
-    name: "tracking" | "protection" | "agents";
-    /** Where a gateway-only process reaches the services. */
-    address(config: MeshworkConfig): string;
-  };
-  /** Builds the handlers (and whatever background work they need, e.g. bus subscriptions). */
-  start(deps: ModuleDeps): Promise<ModuleRuntime>;
+  front: FrontDeclaration<SettingsOf<S>>;
+  /** Where a gateway-only process reaches the services (gRPC over HTTP/2). */
+  address(settings: SettingsOf<S>): string;
+  /**
+   * The credentials its callers may present. Built before anything opens, so a bad key stops
+   * start-up; a module with no credential configured serves an open API (loopback only).
+   */
+  auth(settings: SettingsOf<S>): ModuleAuth;
+  /** The setting that configures those credentials, named when an open API would bind publicly. */
+  credentialSetting?: string;
+  /** Builds the handlers and starts the module's workers. */
+  start(deps: ModuleDeps<SettingsOf<S>>): Promise<ModuleRuntime>;
 }
 
 export interface ModuleRuntime {
   services: ServiceRegistration[];
-  /** Ends the module's background work; called before the database and bus close. */
-  stop(): Promise<void>;
+  /** Background work, stopped in reverse order before the database and bus close. */
+  workers?: Worker[];
+}
+
+/** Checks a module against its own settings type; the registry holds them untyped. */
+export function defineModule<S extends SettingsSchema>(module: ServiceModule<S>): ServiceModule {
+  return module as unknown as ServiceModule;
+}
+
+/** Whether a credential is configured: an API key, or a bearer verifier (a bearer-only front is protected). */
+export function isProtected(auth: ModuleAuth): boolean {
+  return (auth.apiKeys?.store.size ?? 0) > 0 || auth.bearer !== undefined;
 }

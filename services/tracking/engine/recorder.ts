@@ -37,8 +37,8 @@ export function createRecorder(deps: Omit<TrackingDeps, "engine">, index: FenceI
   const context = (options: RecordOptions, loadDuplicates: boolean): ChunkContext => ({
     source: options.source,
     index,
-    defaultThresholdKmh: deps.config.tracking.defaultSpeedThresholdKmh,
-    cooldownMs: deps.config.tracking.speedAlertCooldownMinutes * 60_000,
+    defaultThresholdKmh: deps.settings.tracking.defaultSpeedThresholdKmh,
+    cooldownMs: deps.settings.tracking.speedAlertCooldownMinutes * 60_000,
     loadDuplicates,
   });
 

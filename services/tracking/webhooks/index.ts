@@ -3,6 +3,7 @@
 import { createRequire } from "node:module";
 import type { Stoppable } from "../../runtime/bus/index.js";
 import type { ModuleDeps } from "../../runtime/module/index.js";
+import type { TrackingSettings } from "../settings.js";
 import { startDeliveryConsumers } from "./delivery-consumer.js";
 import { consumerId } from "./delivery-store.js";
 import { startDispatcher, type Dispatcher } from "./dispatcher.js";
@@ -30,8 +31,8 @@ export interface Webhooks {
 }
 
 /** Checks the configuration now (a ConfigError names the bad endpoint), so a bad one stops start-up early. */
-export function createWebhooks(deps: ModuleDeps): Webhooks {
-  const settings = deps.config.webhooks;
+export function createWebhooks(deps: ModuleDeps<TrackingSettings>): Webhooks {
+  const settings = deps.settings.webhooks;
   const endpoints = resolveWebhookEndpoints(settings);
   const logger = deps.logger.child({ component: "webhooks" });
   let consumers: Stoppable | undefined;

@@ -1,12 +1,13 @@
 // Start-up checks of Webhooks:Endpoints: errors name the item, never its secret.
 import test from "ava";
 import { ConfigError, loadConfig } from "../../runtime/config/index.js";
+import { trackingSettings } from "../settings.js";
 import { displayUrl, resolveWebhookEndpoints } from "./webhook-endpoints.js";
 
 const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 function webhooks(flags: string[]) {
-  return loadConfig({ env: {}, flags, cwd: "/nonexistent" }).webhooks;
+  return loadConfig({ schemas: [trackingSettings], env: {}, flags, cwd: "/nonexistent" }).get(trackingSettings).webhooks;
 }
 
 const endpoints = (list: unknown[]) => `--Webhooks:Endpoints=${JSON.stringify(list)}`;

@@ -1,7 +1,8 @@
 // Checks the configured webhook endpoints at start-up and resolves each into what delivery needs:
 // a stable key, a URL safe to show, the signing key bytes and the event types it takes.
 import { createHash } from "node:crypto";
-import { ConfigError, type MeshworkConfig } from "../../runtime/config/index.js";
+import { ConfigError } from "../../runtime/config/index.js";
+import type { TrackingSettings } from "../settings.js";
 import { isWebhookEventType, webhookEventTypes, type WebhookEventType } from "./event-types.js";
 import { decodeSecret } from "./signing.js";
 
@@ -22,7 +23,7 @@ export interface WebhookEndpoint {
 const setting = "Webhooks:Endpoints";
 
 /** Throws a ConfigError naming the endpoint's index (never its secret) for the first bad endpoint. */
-export function resolveWebhookEndpoints(webhooks: MeshworkConfig["webhooks"]): WebhookEndpoint[] {
+export function resolveWebhookEndpoints(webhooks: TrackingSettings["webhooks"]): WebhookEndpoint[] {
   const endpoints: WebhookEndpoint[] = [];
   const seen = new Map<string, number>();
   for (const [index, endpoint] of webhooks.endpoints.entries()) {

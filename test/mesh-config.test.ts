@@ -2,7 +2,25 @@ import test from "ava";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, describeConfig, loadConfig, redactUrl } from "./index.js";
+import { loadMeshConfig, type MeshConfig } from "../services/mesh-config.js";
+import { modules } from "../services/registry.js";
+import { ConfigError, type LoadConfigOptions, redactUrl } from "../services/runtime/config/index.js";
+
+/** Every module's settings and the runtime's, merged into one object for reading in assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: a merged view of several typed trees
+type View = Record<string, any>;
+function merge(into: View, from: View): View {
+  for (const [k, v] of Object.entries(from)) {
+    into[k] = v !== null && typeof v === "object" && !Array.isArray(v) ? merge(into[k] ?? {}, v) : v;
+  }
+  return into;
+}
+function loadConfig(options: Omit<LoadConfigOptions, "schemas">): View & { config: MeshConfig } {
+  const config = loadMeshConfig(options);
+  const view = merge({}, config.runtime);
+  for (const m of modules) merge(view, config.get(m.settings));
+  return Object.assign(view, { config, environment: config.environment, otelEnv: config.otelEnv });
+}
 
 function dirWith(files: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), "meshwork-config-"));
@@ -14,10 +32,10 @@ test("defaults apply when nothing is configured", (t) => {
   const config = loadConfig({ env: {}, cwd: dirWith({}) });
   t.is(config.environment, "Production");
   t.is(config.services.port, 9090);
-  t.is(config.gateway.tracking.port, 8080);
-  t.is(config.gateway.protection.port, 8081);
-  t.is(config.gateway.agents.port, 18789);
-  t.is(config.gateway.bodyLimitBytes, 1024 * 1024);
+  t.is(config.fronts.tracking.port, 8080);
+  t.is(config.fronts.protection.port, 8081);
+  t.is(config.gateway.server.port, 18789);
+  t.is(config.fronts.bodyLimitBytes, 1024 * 1024);
   t.is(config.telemetry.exporter, "console");
   t.is(config.database.url, undefined);
   t.is(config.nats.url, undefined);
@@ -26,28 +44,29 @@ test("defaults apply when nothing is configured", (t) => {
 test("layers: defaults < appsettings.json < appsettings.{Environment}.json < env < flags", (t) => {
   const cwd = dirWith({
     "appsettings.json": {
-      Gateway: { Tracking: { Port: 1001 }, Protection: { Port: 1002 }, Agents: { Port: 1003 } },
+      Fronts: { Tracking: { Port: 1001 }, Protection: { Port: 1002 } },
+      Gateway: { Server: { Port: 1003 } },
       Services: { Port: 1004 },
     },
-    "appsettings.Staging.json": { Gateway: { Protection: { Port: 2002 }, Agents: { Port: 2003 } }, Services: { Port: 2004 } },
+    "appsettings.Staging.json": { Fronts: { Protection: { Port: 2002 } }, Gateway: { Server: { Port: 2003 } }, Services: { Port: 2004 } },
   });
   const config = loadConfig({
     cwd,
-    env: { MESHWORK_ENVIRONMENT: "Staging", Gateway__Agents__Port: "3003", Services__Port: "3004" },
+    env: { MESHWORK_ENVIRONMENT: "Staging", Gateway__Server__Port: "3003", Services__Port: "3004" },
     flags: ["--Services:Port=4004"],
   });
-  t.is(config.gateway.tracking.port, 1001);
-  t.is(config.gateway.protection.port, 2002);
-  t.is(config.gateway.agents.port, 3003);
+  t.is(config.fronts.tracking.port, 1001);
+  t.is(config.fronts.protection.port, 2002);
+  t.is(config.gateway.server.port, 3003);
   t.is(config.services.port, 4004);
-  t.is(config.values.get("Services:Port")?.source, "flag --Services:Port");
-  t.is(config.values.get("Gateway:Agents:Port")?.source, "environment variable Gateway__Agents__Port");
+  t.is(config.config.sources.get("Services:Port"), "flag --Services:Port");
+  t.is(config.config.sources.get("Gateway:Server:Port"), "environment variable Gateway__Server__Port");
 });
 
 test("keys are case-insensitive and flags take a separate value too", (t) => {
-  const config = loadConfig({ env: { LOGGING__LEVEL: "debug" }, cwd: dirWith({}), flags: ["--gateway:host", "0.0.0.0"] });
+  const config = loadConfig({ env: { LOGGING__LEVEL: "debug" }, cwd: dirWith({}), flags: ["--fronts:host", "0.0.0.0"] });
   t.is(config.logging.level, "debug");
-  t.is(config.gateway.host, "0.0.0.0");
+  t.is(config.fronts.host, "0.0.0.0");
 });
 
 test("DATABASE_URL and NATS_URL are accepted; Section__Key wins over the alias", (t) => {
@@ -66,9 +85,9 @@ test("NATS_URL may list several servers; each must be a NATS URL", (t) => {
 });
 
 test("a bad value stops with a message naming the setting and its source", (t) => {
-  const err = t.throws(() => loadConfig({ env: { Gateway__Tracking__Port: "eighty" }, cwd: dirWith({}) }), { instanceOf: ConfigError });
-  t.regex(err!.message, /Gateway:Tracking:Port/);
-  t.regex(err!.message, /environment variable Gateway__Tracking__Port/);
+  const err = t.throws(() => loadConfig({ env: { Fronts__Tracking__Port: "eighty" }, cwd: dirWith({}) }), { instanceOf: ConfigError });
+  t.regex(err!.message, /Fronts:Tracking:Port/);
+  t.regex(err!.message, /environment variable Fronts__Tracking__Port/);
   t.regex(err!.message, /integer from 0 to 65535/);
   t.throws(() => loadConfig({ env: {}, cwd: dirWith({}), flags: ["--Telemetry:Exporter=jaeger"] }), {
     message: /one of console, otlp, zipkin, none/,
@@ -77,8 +96,8 @@ test("a bad value stops with a message naming the setting and its source", (t) =
 });
 
 test("an unknown key under a known section is refused; unrelated variables are ignored", (t) => {
-  t.throws(() => loadConfig({ env: { Gateway__Trakcing__Port: "1" }, cwd: dirWith({}) }), {
-    message: /Unknown setting Gateway:Trakcing:Port/,
+  t.throws(() => loadConfig({ env: { Fronts__Trakcing__Port: "1" }, cwd: dirWith({}) }), {
+    message: /Unknown setting Fronts:Trakcing:Port/,
   });
   t.throws(() => loadConfig({ env: {}, cwd: dirWith({ "appsettings.json": { Nats: { Uri: "x" } } }) }), {
     message: /Unknown setting Nats:Uri \(from appsettings.json\)/,
@@ -94,15 +113,7 @@ test("invalid JSON in appsettings.json names the file", (t) => {
 
 test("OTEL_* variables pass through to telemetry untouched", (t) => {
   const config = loadConfig({ env: { OTEL_TRACES_EXPORTER: "zipkin", OTEL_SERVICE_NAME: "x" }, cwd: dirWith({}) });
-  t.deepEqual(config.telemetry.otelEnv, { OTEL_TRACES_EXPORTER: "zipkin", OTEL_SERVICE_NAME: "x" });
-});
-
-test("describeConfig never shows a password", (t) => {
-  const config = loadConfig({ env: { DATABASE_URL: "postgres://app:s3cret@db:5432/x" }, cwd: dirWith({}) });
-  const shown = JSON.stringify(describeConfig(config));
-  t.false(shown.includes("s3cret"));
-  t.true(shown.includes("postgres://***:***@db:5432/x"));
-  t.is(redactUrl("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+  t.deepEqual(config.otelEnv, { OTEL_TRACES_EXPORTER: "zipkin", OTEL_SERVICE_NAME: "x" });
 });
 
 const OPS_KEY = "ops-key-0123456789abcdef";
@@ -146,7 +157,7 @@ test("list settings: JSON text in a variable, or one field at a time with an ind
     { url: "https://b.example/hook", events: [] },
   ]);
   t.deepEqual(fromIndexed.auth.apiKeys, [{ name: "flag", role: "operator", key: OPS_KEY }]);
-  t.is(fromIndexed.values.get("Auth:ApiKeys")?.source, "flag --Auth:ApiKeys:0:Name");
+  t.is(fromIndexed.config.sources.get("Auth:ApiKeys"), "flag --Auth:ApiKeys:0:Name");
 });
 
 test("list settings: a bad record names the setting and the problem, never the secret", (t) => {
@@ -165,18 +176,35 @@ test("list settings: a bad record names the setting and the problem, never the s
   }
 });
 
-test("describeConfig masks the secret fields of list settings", (t) => {
-  const config = loadConfig({
-    env: {
-      Auth__ApiKeys: JSON.stringify([{ Name: "ops", Role: "operator", Key: OPS_KEY }]),
-      Webhooks__Endpoints__0__Url: "https://user:pw@a.example/hook",
-      Webhooks__Endpoints__0__Secret: "whsec_c2VjcmV0",
-    },
-    cwd: dirWith({}),
-  });
-  const shown = JSON.stringify(describeConfig(config));
-  t.false(shown.includes(OPS_KEY));
-  t.false(shown.includes("c2VjcmV0"));
-  t.false(shown.includes(":pw@"));
-  t.true(shown.includes('\\"Name\\":\\"ops\\"'));
+test("a renamed setting stops start-up naming its new name, from any layer", (t) => {
+  const cases: [Omit<LoadConfigOptions, "schemas">, RegExp][] = [
+    [
+      { env: { Gateway__Tracking__Port: "1" } },
+      /Gateway:Tracking:Port \(from environment variable Gateway__Tracking__Port\) is now called Fronts:Tracking:Port/,
+    ],
+    [{ env: {}, flags: ["--Gateway:Host=0.0.0.0"] }, /Gateway:Host .* is now called Fronts:Host/],
+    [{ env: { GATEWAY__AGENTS__PORT: "1" } }, /is now called Gateway:Server:Port/],
+    [{ env: { Gateway__BodyLimitBytes: "1" } }, /is now called Fronts:BodyLimitBytes/],
+    [{ env: {}, flags: ["--Gateway:SseKeepAliveSeconds=2"] }, /is now called Fronts:SseKeepAliveSeconds/],
+    [
+      { env: {}, cwd: dirWith({ "appsettings.json": { Gateway: { Protection: { Port: 1 } } } }) },
+      /\(from appsettings.json\) is now called Fronts:Protection:Port/,
+    ],
+  ];
+  for (const [options, message] of cases) {
+    t.throws(() => loadConfig({ cwd: dirWith({}), ...options }), { instanceOf: ConfigError, message });
+  }
+});
+
+test("a relative Data:Dir is resolved against the working directory, the default too", (t) => {
+  const cwd = dirWith({});
+  t.is(loadConfig({ env: {}, cwd }).data.dir, join(cwd, ".data"));
+  t.is(loadConfig({ env: {}, cwd, flags: ["--Data:Dir=state/here"] }).data.dir, join(cwd, "state/here"));
+  t.is(loadConfig({ env: {}, cwd, flags: ["--Data:Dir=/var/lib/x"] }).data.dir, "/var/lib/x");
+});
+
+test("every registered module's settings are known, and no key is declared twice", (t) => {
+  const config = loadConfig({ env: { Tracking__ExportMaxRows: "7", Fronts__Protection__Port: "9" }, cwd: dirWith({}) });
+  t.is(config.tracking.exportMaxRows, 7);
+  t.is(config.fronts.protection.port, 9);
 });

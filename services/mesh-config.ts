@@ -1,0 +1,41 @@
+// The mesh's configuration: the runtime's settings and every registered module's, loaded together
+// so an unknown or renamed key is caught whichever module it belongs to.
+import {
+  type LoadConfigOptions,
+  type LoadedConfig,
+  loadConfig,
+  renamedRuntimeSettings,
+  renderSettingsMarkdown,
+  renderSettingsText,
+  type RuntimeSettings,
+  runtimeSettings,
+  type SettingsSchema,
+} from "./runtime/config/index.js";
+import type { ServiceModule } from "./runtime/module/index.js";
+import { modules as registered } from "./registry.js";
+
+export interface MeshConfig extends LoadedConfig {
+  runtime: RuntimeSettings;
+}
+
+function schemasOf(modules: readonly ServiceModule[]): SettingsSchema[] {
+  return [runtimeSettings, ...modules.map((m) => m.settings)];
+}
+
+export function loadMeshConfig(
+  options: Omit<LoadConfigOptions, "schemas" | "renamed"> = {},
+  modules: readonly ServiceModule[] = registered,
+): MeshConfig {
+  const renamed = Object.assign({}, renamedRuntimeSettings, ...modules.map((m) => m.renamedSettings ?? {}));
+  const loaded = loadConfig({ ...options, schemas: schemasOf(modules), renamed });
+  return { ...loaded, runtime: loaded.get(runtimeSettings) };
+}
+
+/** The README's configuration table: `npm run settings-table`. */
+export function settingsMarkdown(modules: readonly ServiceModule[] = registered): string {
+  return renderSettingsMarkdown(schemasOf(modules));
+}
+
+export function settingsText(modules: readonly ServiceModule[] = registered): string {
+  return renderSettingsText(schemasOf(modules));
+}
