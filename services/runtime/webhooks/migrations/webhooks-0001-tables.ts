@@ -1,10 +1,13 @@
 // Webhook delivery: the durable queue, the attempt log (indexed for the 24-hour statistics and
 // the listing filters), endpoint state (disabled after 410) and this database's consumer id.
+// One set of tables per module, under the module's prefix (see webhook-tables.ts).
+import type { Constructor } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 
-export class TrackingWebhooks0004 extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table "tracking_webhook_delivery" (
+export function webhookTablesMigration(prefix: string): Constructor<Migration> {
+  return class WebhookTables0001 extends Migration {
+    override async up(): Promise<void> {
+      this.addSql(`create table "${prefix}_delivery" (
       "id" uuid not null primary key,
       "event_id" uuid not null,
       "endpoint_key" text not null,
@@ -22,19 +25,17 @@ export class TrackingWebhooks0004 extends Migration {
       "updated_at" timestamptz not null,
       "finished_at" timestamptz null,
       -- A redelivered event finds its rows already there and adds nothing.
-      constraint "tracking_webhook_delivery_event_endpoint_key" unique ("event_id", "endpoint_key")
+      constraint "${prefix}_delivery_event_endpoint_key" unique ("event_id", "endpoint_key")
     )`);
-    // The dispatcher's claim and the queue depth read only unfinished rows.
-    this.addSql(
-      `create index "tracking_webhook_delivery_due_idx" on "tracking_webhook_delivery" ("next_attempt_at") where "status" = 'pending'`,
-    );
-    this.addSql(
-      `create index "tracking_webhook_delivery_endpoint_pending_idx" on "tracking_webhook_delivery" ("endpoint_key") where "status" = 'pending'`,
-    );
+      // The dispatcher's claim and the queue depth read only unfinished rows.
+      this.addSql(`create index "${prefix}_delivery_due_idx" on "${prefix}_delivery" ("next_attempt_at") where "status" = 'pending'`);
+      this.addSql(
+        `create index "${prefix}_delivery_endpoint_pending_idx" on "${prefix}_delivery" ("endpoint_key") where "status" = 'pending'`,
+      );
 
-    this.addSql(`create table "tracking_webhook_attempt" (
+      this.addSql(`create table "${prefix}_attempt" (
       "id" uuid not null primary key,
-      "delivery_id" uuid not null references "tracking_webhook_delivery" ("id") on delete cascade,
+      "delivery_id" uuid not null references "${prefix}_delivery" ("id") on delete cascade,
       "event_id" uuid not null,
       "attempt_number" int not null,
       "correlation_id" text not null,
@@ -46,14 +47,14 @@ export class TrackingWebhooks0004 extends Migration {
       "error" text null,
       "created_at" timestamptz not null
     )`);
-    // Newest first, unfiltered or since a time (and the 24-hour window of the status).
-    this.addSql(`create index "tracking_webhook_attempt_created_idx" on "tracking_webhook_attempt" ("created_at" desc, "id" desc)`);
-    this.addSql(`create index "tracking_webhook_attempt_type_created_idx" on "tracking_webhook_attempt" ("event_type", "created_at" desc)`);
-    // The success filter, the 24-hour failure count and lastDeliveredAt.
-    this.addSql(`create index "tracking_webhook_attempt_success_created_idx" on "tracking_webhook_attempt" ("success", "created_at" desc)`);
-    this.addSql(`create index "tracking_webhook_attempt_delivery_idx" on "tracking_webhook_attempt" ("delivery_id")`);
+      // Newest first, unfiltered or since a time (and the 24-hour window of the status).
+      this.addSql(`create index "${prefix}_attempt_created_idx" on "${prefix}_attempt" ("created_at" desc, "id" desc)`);
+      this.addSql(`create index "${prefix}_attempt_type_created_idx" on "${prefix}_attempt" ("event_type", "created_at" desc)`);
+      // The success filter, the 24-hour failure count and lastDeliveredAt.
+      this.addSql(`create index "${prefix}_attempt_success_created_idx" on "${prefix}_attempt" ("success", "created_at" desc)`);
+      this.addSql(`create index "${prefix}_attempt_delivery_idx" on "${prefix}_attempt" ("delivery_id")`);
 
-    this.addSql(`create table "tracking_webhook_endpoint" (
+      this.addSql(`create table "${prefix}_endpoint" (
       "endpoint_key" text not null primary key,
       "endpoint" text not null,
       "disabled_at" timestamptz null,
@@ -61,17 +62,18 @@ export class TrackingWebhooks0004 extends Migration {
       "updated_at" timestamptz not null
     )`);
 
-    this.addSql(`create table "tracking_webhook_consumer" (
+      this.addSql(`create table "${prefix}_consumer" (
       "singleton" boolean not null primary key default true check ("singleton"),
       "consumer_id" uuid not null
     )`);
-    this.addSql(`insert into "tracking_webhook_consumer" ("consumer_id") values (gen_random_uuid())`);
-  }
+      this.addSql(`insert into "${prefix}_consumer" ("consumer_id") values (gen_random_uuid())`);
+    }
 
-  override async down(): Promise<void> {
-    this.addSql(`drop table if exists "tracking_webhook_consumer"`);
-    this.addSql(`drop table if exists "tracking_webhook_endpoint"`);
-    this.addSql(`drop table if exists "tracking_webhook_attempt"`);
-    this.addSql(`drop table if exists "tracking_webhook_delivery"`);
-  }
+    override async down(): Promise<void> {
+      this.addSql(`drop table if exists "${prefix}_consumer"`);
+      this.addSql(`drop table if exists "${prefix}_endpoint"`);
+      this.addSql(`drop table if exists "${prefix}_attempt"`);
+      this.addSql(`drop table if exists "${prefix}_delivery"`);
+    }
+  };
 }
