@@ -33,9 +33,7 @@ import { WebhookService } from "../../gen/tracking/v1/webhook_pb.js";
 import { webhookService } from "./webhook-service.js";
 import { createTrackingWebhooks, trackingWebhookTables } from "./webhooks/index.js";
 import { EventStreamService } from "../../gen/tracking/v1/event_stream_pb.js";
-import { createEventStream } from "./event-stream-service.js";
-import { StreamTokenEntity } from "./store/stream-token-entity.js";
-import { TrackingStreamTokens0006 } from "./store/migrations/0006-stream-tokens.js";
+import { createEventStream, trackingStreamTokenTable } from "./event-stream-service.js";
 
 export { subjects, trackingStream } from "./events/subjects.js";
 
@@ -66,14 +64,14 @@ export const trackingModule: ServiceModule = {
       SpeedAlertEntity,
       IntegrationFeedEntity,
       ...trackingWebhookTables.entities,
-      StreamTokenEntity,
+      trackingStreamTokenTable.entity,
     ],
     migrations: [
       { name: "tracking-0001-assets", class: TrackingAssets0001 },
       { name: "tracking-0002-core", class: TrackingCore0002 },
       { name: "tracking-0003-geofence-state-by-fence", class: TrackingGeofenceStateByFence0003 },
       { name: "tracking-0004-webhooks", class: trackingWebhookTables.migrations[0]! },
-      { name: "tracking-0006-stream-tokens", class: TrackingStreamTokens0006 },
+      { name: "tracking-0006-stream-tokens", class: trackingStreamTokenTable.migrations[0]! },
     ],
   },
   streams: [trackingStream],

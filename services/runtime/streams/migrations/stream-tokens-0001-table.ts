@@ -1,18 +1,20 @@
-// Event stream tokens (POST /api/events/token): a hash and an expiry per token. Expired rows are
-// pruned by expiry, hence its index.
+// Stream tokens: a hash and an expiry per token. Expired rows are pruned by expiry, hence its index.
+import type { Constructor } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 
-export class TrackingStreamTokens0006 extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table "tracking_stream_token" (
+export function streamTokenTableMigration(name: string): Constructor<Migration> {
+  return class StreamTokenTable0001 extends Migration {
+    override async up(): Promise<void> {
+      this.addSql(`create table "${name}" (
       "token_hash" text primary key,
       "expires_at" timestamptz not null,
       "created_at" timestamptz not null
     )`);
-    this.addSql(`create index "tracking_stream_token_expires_idx" on "tracking_stream_token" ("expires_at")`);
-  }
+      this.addSql(`create index "${name}_expires_idx" on "${name}" ("expires_at")`);
+    }
 
-  override async down(): Promise<void> {
-    this.addSql(`drop table if exists "tracking_stream_token"`);
-  }
+    override async down(): Promise<void> {
+      this.addSql(`drop table if exists "${name}"`);
+    }
+  };
 }
