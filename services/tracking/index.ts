@@ -34,18 +34,9 @@ import { IntegrationService } from "../../gen/tracking/v1/integration_pb.js";
 import { integrationService } from "./integration-service.js";
 import { WebhookService } from "../../gen/tracking/v1/webhook_pb.js";
 import { webhookService } from "./webhook-service.js";
-import { createWebhooks } from "./webhooks/index.js";
-import { TrackingWebhooks0004 } from "./store/migrations/0004-webhooks.js";
-import {
-  WebhookAttemptEntity,
-  WebhookConsumerEntity,
-  WebhookDeliveryEntity,
-  WebhookEndpointStateEntity,
-} from "./store/webhook-entities.js";
+import { createTrackingWebhooks, trackingWebhookTables } from "./webhooks/index.js";
 import { EventStreamService } from "../../gen/tracking/v1/event_stream_pb.js";
-import { createEventStream } from "./event-stream-service.js";
-import { StreamTokenEntity } from "./store/stream-token-entity.js";
-import { TrackingStreamTokens0006 } from "./store/migrations/0006-stream-tokens.js";
+import { createEventStream, trackingStreamTokenTable } from "./event-stream-service.js";
 
 export { subjects, trackingStream } from "./events/subjects.js";
 
@@ -78,18 +69,15 @@ export const trackingModule = defineModule({
       BreachEntity,
       SpeedAlertEntity,
       IntegrationFeedEntity,
-      WebhookDeliveryEntity,
-      WebhookAttemptEntity,
-      WebhookEndpointStateEntity,
-      WebhookConsumerEntity,
-      StreamTokenEntity,
+      ...trackingWebhookTables.entities,
+      trackingStreamTokenTable.entity,
     ],
     migrations: [
       { name: "tracking-0001-assets", class: TrackingAssets0001 },
       { name: "tracking-0002-core", class: TrackingCore0002 },
       { name: "tracking-0003-geofence-state-by-fence", class: TrackingGeofenceStateByFence0003 },
-      { name: "tracking-0004-webhooks", class: TrackingWebhooks0004 },
-      { name: "tracking-0006-stream-tokens", class: TrackingStreamTokens0006 },
+      { name: "tracking-0004-webhooks", class: trackingWebhookTables.migrations[0]! },
+      { name: "tracking-0006-stream-tokens", class: trackingStreamTokenTable.migrations[0]! },
     ],
   },
   streams: [trackingStream],
@@ -107,7 +95,7 @@ export const trackingModule = defineModule({
   }),
   async start(deps) {
     // Checks the webhook settings before anything starts: a bad endpoint is a start-up error.
-    const webhooks = createWebhooks(deps);
+    const webhooks = createTrackingWebhooks(deps);
     const engine = await createTrackingEngine(deps);
     const tracking = { ...deps, engine };
     try {

@@ -2,7 +2,6 @@
 // in the outbox like a real alert, so it travels the same consumer, queue and dispatcher).
 import { ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { FilterQuery } from "@mikro-orm/core";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { WebhookTestRequestedSchema } from "../../gen/tracking/v1/events_pb.js";
 import type { WebhookService } from "../../gen/tracking/v1/webhook_pb.js";
@@ -10,17 +9,7 @@ import { invalidArgument, type FieldViolation } from "../runtime/errors/index.js
 import { resolvePage, type PageRequest } from "../runtime/validation/index.js";
 import { recordTrackingEvent } from "./events/record-tracking-event.js";
 import { subjects } from "./events/subjects.js";
-import { WebhookAttemptEntity, type WebhookAttemptRow } from "./store/webhook-entities.js";
-import {
-  deliveryStats,
-  disabledEndpoints,
-  isWebhookEventType,
-  takesEvent,
-  testSample,
-  webhookEventTypes,
-  type WebhookEventType,
-  type Webhooks,
-} from "./webhooks/index.js";
+import { isWebhookEventType, testSample, webhookEventTypes, type WebhookEventType, type Webhooks } from "./webhooks/index.js";
 import type { TrackingDeps } from "./deps.js";
 
 export type WebhookServiceDeps = TrackingDeps & { webhooks: Webhooks };
@@ -34,12 +23,10 @@ export function webhookService(deps: WebhookServiceDeps): ServiceImpl<typeof Web
       const eventType = req.eventType === undefined ? undefined : checkedType(req.eventType, violations);
       const page = pageOrViolations(req, violations);
       if (violations.length || !page) throw invalidArgument(violations);
-      const where: FilterQuery<WebhookAttemptRow> = {};
-      if (req.success !== undefined) where.success = req.success;
-      if (eventType) where.eventType = eventType;
-      if (req.since) where.createdAt = { $gte: timestampDate(req.since) };
-      const [rows, totalCount] = await deps.db.em().findAndCount(WebhookAttemptEntity, where, {
-        orderBy: { createdAt: "desc", id: "desc" },
+      const { rows, totalCount } = await webhooks.attempts({
+        ...(req.success !== undefined ? { success: req.success } : {}),
+        ...(eventType ? { eventType } : {}),
+        ...(req.since ? { since: timestampDate(req.since) } : {}),
         limit: page.pageSize,
         offset: page.offset,
       });
@@ -65,9 +52,7 @@ export function webhookService(deps: WebhookServiceDeps): ServiceImpl<typeof Web
     },
 
     async getWebhookStatus() {
-      const em = deps.db.em();
-      const [stats, disabled] = await Promise.all([deliveryStats(em), disabledEndpoints(em)]);
-      const configured = new Set(webhooks.endpoints.map((e) => e.key));
+      const [stats, disabled] = await Promise.all([webhooks.stats(), webhooks.disabledEndpoints()]);
       return {
         configured: webhooks.endpoints.length > 0,
         last24hDeliveries: stats.deliveries,
@@ -77,8 +62,7 @@ export function webhookService(deps: WebhookServiceDeps): ServiceImpl<typeof Web
         retryQueueDepth: stats.queueDepth,
         signingEnabled: webhooks.signingEnabled,
         endpointCount: webhooks.endpoints.length,
-        // Only endpoints still configured: a URL removed from the settings is no one's concern.
-        disabledEndpoints: disabled.filter((d) => configured.has(d.key)).map((d) => d.endpoint),
+        disabledEndpoints: disabled,
       };
     },
 
@@ -96,7 +80,7 @@ export function webhookService(deps: WebhookServiceDeps): ServiceImpl<typeof Web
           message: "No webhook endpoint is configured (Webhooks:Endpoints); nothing was sent.",
         };
       }
-      const takers = webhooks.endpoints.filter((e) => takesEvent(e, eventType)).length;
+      const takers = webhooks.takers(eventType);
       if (takers === 0) {
         return {
           fired: false,

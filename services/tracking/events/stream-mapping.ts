@@ -1,5 +1,6 @@
-// Which tracking bus events the live event stream shows, under which name and with which data.
-// Decoding happens here once per event and instance; every client receives the same frame.
+// Which tracking bus events the live event stream shows, under which name and with which data:
+// the mapper and the `dropped` frame tracking gives the runtime's stream hub. Decoding happens
+// here once per event and instance; every client receives the same frame.
 import { create, createRegistry, fromBinary, type DescField, type DescMessage, type Message, type MessageShape } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { ServerSentEventSchema, type ServerSentEvent } from "../../../gen/meshwork/api/v1/sse_pb.js";
@@ -14,6 +15,7 @@ import {
 import { ObservationSchema } from "../../../gen/tracking/v1/observation_pb.js";
 import { SpeedAlertSchema } from "../../../gen/tracking/v1/speed_alert_pb.js";
 import type { BusMessage } from "../../runtime/bus/index.js";
+import { frozenFrame } from "../../runtime/streams/index.js";
 import { subjects } from "./subjects.js";
 
 /** The event names of the stream, as clients listen for them. */
@@ -31,12 +33,6 @@ const CHANGE_ACTIONS = new Set(["created", "updated", "deleted"]);
 
 type Mapper = (data: Uint8Array, id: string) => ServerSentEvent;
 
-/** Frames are shared by every client of an instance: frozen, so none can change what others see. */
-function frozen(frame: ServerSentEvent): ServerSentEvent {
-  if (frame.data) Object.freeze(frame.data);
-  return Object.freeze(frame);
-}
-
 function resourceEvent<E extends DescMessage, R extends DescMessage>(
   name: string,
   eventSchema: E,
@@ -45,7 +41,7 @@ function resourceEvent<E extends DescMessage, R extends DescMessage>(
 ): Mapper {
   return (data, id) => {
     const resource = pick(fromBinary(eventSchema, data)) ?? create(resourceSchema);
-    return frozen(create(ServerSentEventSchema, { event: name, id, data: anyPack(resourceSchema, resource) }));
+    return frozenFrame(create(ServerSentEventSchema, { event: name, id, data: anyPack(resourceSchema, resource) }));
   };
 }
 
@@ -81,7 +77,7 @@ function changeMapper(subject: string): Mapper | undefined {
         const value = (resource as { id?: unknown } | undefined)?.id;
         if (typeof value === "string") resourceId = value;
       }
-      return frozen(
+      return frozenFrame(
         create(ServerSentEventSchema, {
           event: streamEventNames.dataChanged,
           id,
@@ -117,12 +113,10 @@ export function toStreamEvent(message: BusMessage): ServerSentEvent | undefined 
 
 /** `dropped`: events a client did not receive. No id: it marks a gap, not a position. */
 export function droppedEvent(count: number): ServerSentEvent {
-  return frozen(
+  return frozenFrame(
     create(ServerSentEventSchema, {
       event: streamEventNames.dropped,
       data: anyPack(DroppedSchema, create(DroppedSchema, { count })),
     }),
   );
 }
-
-export const connectedFrame: ServerSentEvent = frozen(create(ServerSentEventSchema, { comment: "connected" }));

@@ -11,8 +11,16 @@ import {
 } from "../../../gen/tracking/v1/events_pb.js";
 import { SpeedAlertSchema } from "../../../gen/tracking/v1/speed_alert_pb.js";
 import { subjects } from "../events/subjects.js";
+import { webhookBody } from "../../runtime/webhooks/index.js";
 import { testSample } from "./test-event.js";
-import { toWebhookEvent } from "./webhook-payload.js";
+import { trackingWebhookSources } from "./webhook-payload.js";
+
+/** What the delivery consumer makes of a bus message: the source of its subject renders it. */
+function toWebhookEvent(subject: string, data: Uint8Array) {
+  const message = { subject, data, id: "", headers: {}, seq: 1, stream: "TRACKING", timestamp: new Date(), redelivered: false };
+  const rendered = trackingWebhookSources.find((s) => s.subject === subject)?.render(message);
+  return rendered && { eventId: rendered.eventId, type: rendered.type, body: webhookBody(rendered) };
+}
 
 const occurredAt = new Date("2024-05-01T10:00:00.000Z");
 const alert = create(SpeedAlertSchema, {

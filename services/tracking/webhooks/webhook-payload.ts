@@ -1,33 +1,37 @@
-// Turns a tracking event into the webhook body `{ type, timestamp, data }`, data being the alert
-// as the tracking front renders it (lowerCamelCase, every field present, unset optional ones null).
+// Which tracking events become webhooks, and their `data`: the alert as the tracking front
+// renders it (lowerCamelCase, every field present, unset optional ones null).
 import { fromBinary, toJson, type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/protobuf";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { GeofenceBreachSchema } from "../../../gen/tracking/v1/breach_pb.js";
 import { GeofenceBreachDetectedSchema, SpeedAlertRaisedSchema, WebhookTestRequestedSchema } from "../../../gen/tracking/v1/events_pb.js";
 import { SpeedAlertSchema } from "../../../gen/tracking/v1/speed_alert_pb.js";
+import type { RenderedWebhookEvent, WebhookSource } from "../../runtime/webhooks/index.js";
 import { isWebhookEventType, webhookSourceSubjects, type WebhookEventType } from "./event-types.js";
 
-export interface WebhookEvent {
-  eventId: string;
-  type: WebhookEventType;
-  /** The exact bytes every attempt sends (and signs). */
-  body: string;
-}
-
-/** The webhook event a bus message stands for; undefined for subjects (or test types) webhooks ignore. */
-export function toWebhookEvent(subject: string, data: Uint8Array): WebhookEvent | undefined {
-  switch (subject) {
-    case webhookSourceSubjects.speedAlert: {
+/** Tracking's webhook sources: the subjects that feed them and how each event renders. */
+export const trackingWebhookSources: readonly WebhookSource[] = [
+  {
+    subject: webhookSourceSubjects.speedAlert,
+    name: "speed-alerts",
+    render({ data }) {
       const event = fromBinary(SpeedAlertRaisedSchema, data);
       if (!event.speedAlert) return undefined;
-      return build(event.eventId, "speed_alert", event.occurredAt, restJson(SpeedAlertSchema, event.speedAlert));
-    }
-    case webhookSourceSubjects.breach: {
+      return rendered(event.eventId, "speed_alert", event.occurredAt, restJson(SpeedAlertSchema, event.speedAlert));
+    },
+  },
+  {
+    subject: webhookSourceSubjects.breach,
+    name: "breaches",
+    render({ data }) {
       const event = fromBinary(GeofenceBreachDetectedSchema, data);
       if (!event.breach) return undefined;
-      return build(event.eventId, "geofence_breach", event.occurredAt, restJson(GeofenceBreachSchema, event.breach));
-    }
-    case webhookSourceSubjects.test: {
+      return rendered(event.eventId, "geofence_breach", event.occurredAt, restJson(GeofenceBreachSchema, event.breach));
+    },
+  },
+  {
+    subject: webhookSourceSubjects.test,
+    name: "tests",
+    render({ data }) {
       const event = fromBinary(WebhookTestRequestedSchema, data);
       if (!isWebhookEventType(event.eventType)) return undefined;
       const sample = event.sample;
@@ -37,16 +41,13 @@ export function toWebhookEvent(subject: string, data: Uint8Array): WebhookEvent 
           : sample.case === "breach"
             ? restJson(GeofenceBreachSchema, sample.value)
             : {};
-      return build(event.eventId, event.eventType, event.occurredAt, json);
-    }
-    default:
-      return undefined;
-  }
-}
+      return rendered(event.eventId, event.eventType, event.occurredAt, json);
+    },
+  },
+];
 
-function build(eventId: string, type: WebhookEventType, occurredAt: Timestamp | undefined, data: JsonObject): WebhookEvent {
-  const timestamp = (occurredAt ? timestampDate(occurredAt) : new Date()).toISOString();
-  return { eventId, type, body: JSON.stringify({ type, timestamp, data }) };
+function rendered(eventId: string, type: WebhookEventType, occurredAt: Timestamp | undefined, data: JsonObject): RenderedWebhookEvent {
+  return { eventId, type, occurredAt: occurredAt ? timestampDate(occurredAt) : new Date(), data };
 }
 
 // FeatureSet.FieldPresence.EXPLICIT: proto3 `optional` scalars and message fields.

@@ -3,7 +3,7 @@
 // together share one transaction, so a fast receiver does not cost one commit per delivery.
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import type { Database } from "../../runtime/database/index.js";
+import type { Database } from "../database/index.js";
 import { retryDelayMs, type BackoffPolicy } from "./backoff.js";
 import {
   claimDue,
@@ -18,9 +18,11 @@ import type { HttpSender } from "./http-sender.js";
 import { judgeAnswer, judgeError, type Verdict } from "./judge-attempt.js";
 import { webhookHeaders } from "./signing.js";
 import type { WebhookEndpoint } from "./webhook-endpoints.js";
+import type { WebhookTableNames } from "./webhook-tables.js";
 
 export interface DispatcherOptions {
   db: Database;
+  tables: WebhookTableNames;
   logger: Logger;
   sender: HttpSender;
   endpoints: readonly WebhookEndpoint[];
@@ -47,13 +49,13 @@ const stopGraceMs = 1_000;
 const leaseMarginMs = 30_000;
 
 export function startDispatcher(options: DispatcherOptions): Dispatcher {
-  const { db, sender } = options;
+  const { db, sender, tables } = options;
   const logger = options.logger.child({ component: "webhook-dispatcher" });
   const endpoints = new Map(options.endpoints.map((e) => [e.key, e]));
   const leaseMs = options.timeoutSeconds * 1000 + leaseMarginMs;
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const recorder = createOutcomeRecorder(db, logger);
+  const recorder = createOutcomeRecorder(db, tables, logger);
 
   let stopping = false;
   let wakeUp: (() => void) | undefined;
@@ -154,7 +156,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
         const free = options.concurrency - inFlight.size;
         if (maybeDue && (free >= minClaim || inFlight.size === 0)) {
           // A token per claim: an outcome can only ever apply to the lease it was attempted under.
-          const claimed = await db.em().transactional((tx) => claimDue(tx, free, leaseMs, randomUUID()));
+          const claimed = await db.em().transactional((tx) => claimDue(tables, tx, free, leaseMs, randomUUID()));
           maybeDue = claimed.length === free;
           for (const delivery of claimed) {
             const running: Promise<void> = attempt(delivery).finally(() => {
@@ -170,7 +172,7 @@ export function startDispatcher(options: DispatcherOptions): Dispatcher {
           await sleep(options.pollIntervalMs); // waiting for slots; a finished attempt interrupts
           continue;
         }
-        const dueIn = await msUntilNextDue(db.em());
+        const dueIn = await msUntilNextDue(tables, db.em());
         if (dueIn === 0) {
           maybeDue = true;
           continue;
@@ -211,7 +213,7 @@ function record(success: boolean, httpStatusCode: number | null, durationMs: num
  * queue up and go together in the next. A failed write is retried; the deliveries' leases keep
  * other instances off them meanwhile.
  */
-function createOutcomeRecorder(db: Database, logger: Logger) {
+function createOutcomeRecorder(db: Database, tables: WebhookTableNames, logger: Logger) {
   let queue: { finished: FinishedDelivery; done: () => void }[] = [];
   let active = false;
   let writing: Promise<void> = Promise.resolve();
@@ -225,6 +227,7 @@ function createOutcomeRecorder(db: Database, logger: Logger) {
           try {
             await db.em().transactional((tx) =>
               recordOutcomes(
+                tables,
                 tx,
                 batch.map((b) => b.finished),
               ),

@@ -9,17 +9,28 @@ export type AddressClass = "public" | "loopback" | "private" | "link-local" | "c
 export interface DestinationPolicy {
   allowLoopback: boolean;
   allowPrivateNetworks: boolean;
+  /** Where the two settings live, for refusal messages (default `Webhooks`). */
+  settingsSection?: string;
 }
 
-const describe: Record<Exclude<AddressClass, "public">, string> = {
-  loopback: "a loopback address (refused unless Webhooks:AllowLoopback is true)",
-  private: "a private-network address (refused unless Webhooks:AllowPrivateNetworks is true)",
-  "link-local": "a link-local address (refused unless Webhooks:AllowPrivateNetworks is true)",
-  cgnat: "a carrier-grade NAT address (refused unless Webhooks:AllowPrivateNetworks is true)",
-  unspecified: "the unspecified address (never allowed)",
-  multicast: "a multicast address (never allowed)",
-  reserved: "a reserved address (never allowed)",
-};
+function describe(kind: Exclude<AddressClass, "public">, section = "Webhooks"): string {
+  switch (kind) {
+    case "loopback":
+      return `a loopback address (refused unless ${section}:AllowLoopback is true)`;
+    case "private":
+      return `a private-network address (refused unless ${section}:AllowPrivateNetworks is true)`;
+    case "link-local":
+      return `a link-local address (refused unless ${section}:AllowPrivateNetworks is true)`;
+    case "cgnat":
+      return `a carrier-grade NAT address (refused unless ${section}:AllowPrivateNetworks is true)`;
+    case "unspecified":
+      return "the unspecified address (never allowed)";
+    case "multicast":
+      return "a multicast address (never allowed)";
+    case "reserved":
+      return "a reserved address (never allowed)";
+  }
+}
 
 /** A destination the policy refuses: a permanent failure, never retried. */
 export class RefusedDestination extends Error {
@@ -144,7 +155,9 @@ export async function checkDestination(
     const kind = classifyAddress(address);
     if (!isAllowed(kind, policy)) {
       const shown = literal ? address : `${host} resolves to ${address}, which`;
-      throw new RefusedDestination(`destination refused: ${shown} is ${describe[kind as Exclude<AddressClass, "public">]}`);
+      throw new RefusedDestination(
+        `destination refused: ${shown} is ${describe(kind as Exclude<AddressClass, "public">, policy.settingsSection)}`,
+      );
     }
   }
   return { addresses };

@@ -1,6 +1,6 @@
-// The event stream hub on the in-process bus: one subscription fanned out, the bounded per-client
+// The stream hub on the in-process bus: one subscription fanned out, the bounded per-client
 // buffer with its `dropped` notice, Last-Event-ID replay and its hand-over to live delivery, and
-// the mapping of bus subjects to stream events.
+// skipped messages. The hub is fed tracking's stream and mapper, as the tracking module feeds it.
 import { create, createRegistry, fromBinary, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import test from "ava";
@@ -14,11 +14,12 @@ import {
   SpeedAlertRaisedSchema,
 } from "../../../gen/tracking/v1/events_pb.js";
 import { ObservationSchema } from "../../../gen/tracking/v1/observation_pb.js";
-import { openBus, type EventBus } from "../../runtime/bus/index.js";
-import { testLogger } from "../../runtime/testing/index.js";
+import { droppedEvent, toStreamEvent } from "../../tracking/events/stream-mapping.js";
+import { subjects, trackingStream } from "../../tracking/events/subjects.js";
+import { openBus, type EventBus } from "../bus/index.js";
+import { testLogger } from "../testing/index.js";
 import { StreamClient } from "./stream-client.js";
 import { createStreamHub, type StreamHub } from "./stream-hub.js";
-import { subjects, trackingStream } from "./subjects.js";
 
 const logger = testLogger("stream-hub.test");
 const registry = createRegistry(file_tracking_v1_event_stream, ObservationSchema);
@@ -37,7 +38,14 @@ async function fixture(
 ): Promise<Fixture> {
   const bus = await openBus({ logger, replayWindow: opts.replayWindow });
   await bus.ensureStreams([trackingStream]);
-  const hub = createStreamHub({ bus, stream: trackingStream.name, clientBufferSize: opts.clientBufferSize ?? 100, logger });
+  const hub = createStreamHub({
+    bus,
+    stream: trackingStream.name,
+    toEvent: toStreamEvent,
+    droppedEvent,
+    clientBufferSize: opts.clientBufferSize ?? 100,
+    logger,
+  });
   t.teardown(async () => {
     await hub.stop();
     await bus.close();
@@ -84,7 +92,7 @@ async function until(condition: () => boolean, what: string) {
 }
 
 test("a client that does not read loses the oldest events and is told how many, where they were", async (t) => {
-  const client = new StreamClient(3);
+  const client = new StreamClient(3, droppedEvent);
   const frame = (seq: number) => ({ seq, frame: create(ServerSentEventSchema, { event: "e", id: String(seq) }) });
   for (let seq = 1; seq <= 5; seq++) client.offer(frame(seq));
   const first = (await client.nextBatch())!;
@@ -112,9 +120,9 @@ test("a run reaches caught-up clients as the hub's own frames; a client holding 
   const frame = (seq: number) => ({ seq, frame: create(ServerSentEventSchema, { event: "e", id: String(seq) }) });
   const run = [frame(2), frame(3)];
   const frames = Object.freeze(run.map((e) => e.frame));
-  const caughtUp = new StreamClient(10);
-  const alsoCaughtUp = new StreamClient(10);
-  const behind = new StreamClient(10);
+  const caughtUp = new StreamClient(10, droppedEvent);
+  const alsoCaughtUp = new StreamClient(10, droppedEvent);
+  const behind = new StreamClient(10, droppedEvent);
   behind.offer(frame(1));
   for (const client of [caughtUp, alsoCaughtUp, behind]) client.offerRun(run, frames);
   t.is(caughtUp.take(), frames, "the very array the hub made");

@@ -1,20 +1,28 @@
-// The live event stream's fan-out inside one tracking instance: ONE bus subscription, each event
-// decoded once, the same frame handed to every connected client, and each client sent whatever
-// frames are ready in one batch. A client resuming from an event id first replays the history
+// A live stream's fan-out inside one instance: ONE bus subscription, each event decoded once (by
+// the module's mapper), the same frame handed to every connected client, and each client sent
+// whatever frames are ready in one batch. A client resuming from an event id first replays the history
 // from the bus at its own pace (a short-lived subscription per page), then joins the live feed
 // without a gap or a repeat.
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ServerSentEventBatchSchema, type ServerSentEvent, type ServerSentEventBatch } from "../../../gen/meshwork/api/v1/sse_pb.js";
-import type { BusMessage, EventBus, Logger, Stoppable } from "../../runtime/bus/index.js";
+import type { BusMessage, EventBus, Logger, Stoppable } from "../bus/index.js";
 import { StreamClient, type SequencedEvent } from "./stream-client.js";
-import { connectedFrame, toStreamEvent } from "./stream-mapping.js";
+import { connectedFrame, frozenFrame } from "./stream-frames.js";
 
 export interface StreamHubOptions {
   bus: EventBus;
-  /** The JetStream stream the events are read from (TRACKING). */
+  /** The JetStream stream the events are read from. */
   stream: string;
-  /** Events held for one slow client (Events:ClientBufferSize). */
+  /**
+   * The frame a bus message becomes, or undefined for one the stream does not show. Its `id` is
+   * the message's sequence (`String(message.seq)`): that is what a client resumes from. Called
+   * once per message and instance; the frame is frozen and shared by every client.
+   */
+  toEvent(message: BusMessage): ServerSentEvent | undefined;
+  /** The frame telling a client that `count` events did not reach it (no id: a gap, not a position). */
+  droppedEvent(count: number): ServerSentEvent;
+  /** Events held for one slow client. */
   clientBufferSize: number;
   logger: Logger;
   /** How long the bus subscription outlives its last client, so reconnects do not churn it. */
@@ -65,7 +73,12 @@ const batchOf = (events: readonly ServerSentEvent[]): ServerSentEventBatch => {
 
 export function createStreamHub(options: StreamHubOptions): StreamHub {
   const { bus, stream, clientBufferSize, logger } = options;
-  const log = logger.child({ component: "event-stream" });
+  const log = logger.child({ component: "event-stream", stream });
+  const toEvent = (message: BusMessage): ServerSentEvent | undefined => {
+    const frame = options.toEvent(message);
+    return frame && frozenFrame(frame);
+  };
+  const droppedEvent = (count: number): ServerSentEvent => frozenFrame(options.droppedEvent(count));
   const clients = new Set<StreamClient>();
   let live: Promise<Stoppable> | undefined;
   // Messages of an older subscription (one being stopped) are ignored: only the current one feeds.
@@ -118,7 +131,7 @@ export function createStreamHub(options: StreamHubOptions): StreamHub {
 
   const fanOut = (mine: number) => (message: BusMessage) => {
     if (mine !== generation || clients.size === 0) return;
-    const frame = toStreamEvent(message);
+    const frame = toEvent(message);
     if (!frame) return;
     pending.push({ seq: message.seq, frame });
     if (pending.length - pendingHead > pendingLimit) {
@@ -194,7 +207,7 @@ export function createStreamHub(options: StreamHubOptions): StreamHub {
         if (page.length === 0) break;
         // Sequences are contiguous in the stream: a jump means history no longer retained.
         client.noteDropped(page[0]!.seq - from);
-        for (const m of page) client.accept(m.seq, toStreamEvent(m));
+        for (const m of page) client.accept(m.seq, toEvent(m));
         // The next page is read only once this one is sent: a replay never overflows the buffer.
         if (client.hasBuffered()) {
           const batch = await client.nextBatch();
@@ -267,7 +280,7 @@ export function createStreamHub(options: StreamHubOptions): StreamHub {
 
     async open({ resumeAfter, signal }) {
       if (stopped) throw new ConnectError("the event stream is shutting down", Code.Unavailable);
-      const client = new StreamClient(clientBufferSize);
+      const client = new StreamClient(clientBufferSize, droppedEvent);
       let replayThrough: number | undefined;
       try {
         await ensureLive();

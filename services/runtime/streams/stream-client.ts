@@ -1,8 +1,7 @@
-// One event-stream client's side of the hub: a bounded buffer between the bus (which never waits)
+// One live-stream client's side of the hub: a bounded buffer between the bus (which never waits)
 // and the client (which reads at its own pace). When the client falls behind, the oldest events
 // are dropped and the next thing it reads is a `dropped` event with their number.
 import type { ServerSentEvent } from "../../../gen/meshwork/api/v1/sse_pb.js";
-import { droppedEvent } from "./stream-mapping.js";
 
 /** An event as the hub hands it out: one shared frame, and its bus sequence for ordering. */
 export interface SequencedEvent {
@@ -35,7 +34,11 @@ export class StreamClient {
    */
   private shared: readonly ServerSentEvent[] | undefined;
 
-  constructor(readonly capacity: number) {}
+  constructor(
+    readonly capacity: number,
+    /** The module's `dropped` frame for a gap of this many events (frozen: it may be shared). */
+    private readonly droppedEvent: (count: number) => ServerSentEvent,
+  ) {}
 
   get isClosed(): boolean {
     return this.closed;
@@ -186,9 +189,9 @@ export class StreamClient {
     if (shared !== undefined) this.buffer.unshift(...shared);
     const out: ServerSentEvent[] = [];
     // The gap sits right before the oldest entry still buffered: say so there.
-    if (this.dropped > 0) out.push(droppedEvent(this.dropped));
+    if (this.dropped > 0) out.push(this.droppedEvent(this.dropped));
     this.dropped = 0;
-    for (const entry of this.buffer) out.push(typeof entry === "number" ? droppedEvent(entry) : entry);
+    for (const entry of this.buffer) out.push(typeof entry === "number" ? this.droppedEvent(entry) : entry);
     this.buffer.length = 0;
     return out;
   }

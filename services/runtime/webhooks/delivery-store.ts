@@ -2,6 +2,7 @@
 // instances share the work), recording outcomes, endpoint state and the 24-hour statistics.
 // Times that schedule work come from the database clock, so instances never disagree on "due".
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { WebhookTableNames } from "./webhook-tables.js";
 
 export interface PendingDelivery {
   id: string;
@@ -47,6 +48,7 @@ const disabledError = "endpoint disabled after answering 410 Gone";
  * are ours to deliver. Returns how many rows were created.
  */
 export async function insertDeliveries(
+  t: WebhookTableNames,
   em: EntityManager,
   event: { eventId: string; type: string; body: string },
   endpoints: readonly { key: string; display: string }[],
@@ -54,12 +56,12 @@ export async function insertDeliveries(
   if (endpoints.length === 0) return 0;
   const values = endpoints.map(() => "(?, ?)").join(", ");
   const rows = await em.execute<{ id: string }[]>(
-    `insert into "tracking_webhook_delivery"
+    `insert into "${t.delivery}"
        ("id", "event_id", "endpoint_key", "endpoint", "event_type", "webhook_id", "body", "status", "attempt_count", "next_attempt_at", "created_at", "updated_at")
      select gen_random_uuid(), ?::uuid, e.key, e.endpoint, ?, ?, ?, 'pending', 0, now(), now(), now()
      from (values ${values}) as e(key, endpoint)
      where exists (select 1 from "outbox_event" where "id" = ?::uuid)
-       and not exists (select 1 from "tracking_webhook_endpoint" s where s."endpoint_key" = e.key and s."disabled_at" is not null)
+       and not exists (select 1 from "${t.endpoint}" s where s."endpoint_key" = e.key and s."disabled_at" is not null)
      on conflict ("event_id", "endpoint_key") do nothing
      returning "id"`,
     [event.eventId, event.type, webhookIdOf(event.eventId), event.body, ...endpoints.flatMap((e) => [e.key, e.display]), event.eventId],
@@ -75,18 +77,24 @@ export function webhookIdOf(eventId: string): string {
  * Leases up to `limit` due deliveries for `leaseMs`: a crashed instance's attempt is retried by
  * anyone once its lease runs out. Deliveries of a disabled endpoint are cancelled instead.
  */
-export async function claimDue(em: EntityManager, limit: number, leaseMs: number, leaseToken: string): Promise<PendingDelivery[]> {
+export async function claimDue(
+  t: WebhookTableNames,
+  em: EntityManager,
+  limit: number,
+  leaseMs: number,
+  leaseToken: string,
+): Promise<PendingDelivery[]> {
   const rows = await em.execute<Record<string, unknown>[]>(
     `with due as (
        select d."id", s."disabled_at" is not null as "disabled"
-       from "tracking_webhook_delivery" d
-       left join "tracking_webhook_endpoint" s on s."endpoint_key" = d."endpoint_key"
+       from "${t.delivery}" d
+       left join "${t.endpoint}" s on s."endpoint_key" = d."endpoint_key"
        where d."status" = 'pending' and d."next_attempt_at" <= now()
        order by d."next_attempt_at"
        limit ?
        for update of d skip locked
      )
-     update "tracking_webhook_delivery" d set
+     update "${t.delivery}" d set
        "attempt_count" = case when due."disabled" then d."attempt_count" else d."attempt_count" + 1 end,
        "status" = case when due."disabled" then 'cancelled' else d."status" end,
        "finished_at" = case when due."disabled" then now() else null end,
@@ -115,7 +123,7 @@ export async function claimDue(em: EntityManager, limit: number, leaseMs: number
 }
 
 /** Logs the attempts and applies the outcomes of several deliveries, in the caller's transaction. */
-export async function recordOutcomes(em: EntityManager, finished: readonly FinishedDelivery[]): Promise<void> {
+export async function recordOutcomes(t: WebhookTableNames, em: EntityManager, finished: readonly FinishedDelivery[]): Promise<void> {
   const attempted = finished.filter((f) => f.outcome.kind !== "released");
   if (attempted.length) {
     const params: unknown[] = [];
@@ -136,7 +144,7 @@ export async function recordOutcomes(em: EntityManager, finished: readonly Finis
       );
     }
     await em.execute(
-      `insert into "tracking_webhook_attempt"
+      `insert into "${t.attempt}"
          ("id", "delivery_id", "event_id", "attempt_number", "correlation_id", "event_type", "endpoint", "success", "http_status_code", "duration_ms", "error", "created_at")
        values ${attempted.map(() => "(gen_random_uuid(), ?::uuid, ?::uuid, ?::int, ?, ?, ?, ?::boolean, ?::int, ?::int, ?, ?::timestamptz)").join(", ")}`,
       params,
@@ -160,7 +168,7 @@ export async function recordOutcomes(em: EntityManager, finished: readonly Finis
   }
   // Applies only while the lease is still ours: after it ran out another instance may own the row.
   await em.execute(
-    `update "tracking_webhook_delivery" d set
+    `update "${t.delivery}" d set
        "status" = v.status,
        "attempt_count" = d."attempt_count" + v.attempt_delta,
        "next_attempt_at" = case when v.status = 'pending' then now() + v.delay_ms * interval '1 millisecond' else d."next_attempt_at" end,
@@ -177,25 +185,25 @@ export async function recordOutcomes(em: EntityManager, finished: readonly Finis
   );
 
   for (const { delivery, outcome } of finished) {
-    if (outcome.kind === "failed" && outcome.disableEndpoint) await disableEndpoint(em, delivery, outcome.disableEndpoint);
+    if (outcome.kind === "failed" && outcome.disableEndpoint) await disableEndpoint(t, em, delivery, outcome.disableEndpoint);
   }
 }
 
 /** Durable and shared: every instance stops attempting the endpoint, and its queued deliveries are cancelled. */
-async function disableEndpoint(em: EntityManager, delivery: PendingDelivery, reason: string): Promise<void> {
+async function disableEndpoint(t: WebhookTableNames, em: EntityManager, delivery: PendingDelivery, reason: string): Promise<void> {
   await em.execute(
-    `insert into "tracking_webhook_endpoint" ("endpoint_key", "endpoint", "disabled_at", "disabled_reason", "updated_at")
+    `insert into "${t.endpoint}" ("endpoint_key", "endpoint", "disabled_at", "disabled_reason", "updated_at")
      values (?, ?, now(), ?, now())
      on conflict ("endpoint_key") do update set
        "endpoint" = excluded."endpoint",
-       "disabled_at" = coalesce("tracking_webhook_endpoint"."disabled_at", excluded."disabled_at"),
-       "disabled_reason" = coalesce("tracking_webhook_endpoint"."disabled_reason", excluded."disabled_reason"),
+       "disabled_at" = coalesce("${t.endpoint}"."disabled_at", excluded."disabled_at"),
+       "disabled_reason" = coalesce("${t.endpoint}"."disabled_reason", excluded."disabled_reason"),
        "updated_at" = now()`,
     [delivery.endpointKey, delivery.endpoint, reason],
     "run",
   );
   await em.execute(
-    `update "tracking_webhook_delivery" set "status" = 'cancelled', "finished_at" = now(), "updated_at" = now(), "last_error" = ?
+    `update "${t.delivery}" set "status" = 'cancelled', "finished_at" = now(), "updated_at" = now(), "last_error" = ?
      where "endpoint_key" = ? and "status" = 'pending' and "lease_token" is null`,
     [disabledError, delivery.endpointKey],
     "run",
@@ -203,10 +211,10 @@ async function disableEndpoint(em: EntityManager, delivery: PendingDelivery, rea
 }
 
 /** Milliseconds until the earliest pending delivery is due (0 when one is due now); undefined when none is pending. */
-export async function msUntilNextDue(em: EntityManager): Promise<number | undefined> {
+export async function msUntilNextDue(t: WebhookTableNames, em: EntityManager): Promise<number | undefined> {
   const [row] = await em.execute<{ ms: string | number | null }[]>(
     `select extract(epoch from (min("next_attempt_at") - now())) * 1000 as "ms"
-     from "tracking_webhook_delivery" where "status" = 'pending'`,
+     from "${t.delivery}" where "status" = 'pending'`,
   );
   if (!row || row.ms === null) return undefined;
   return Math.max(0, Number(row.ms));
@@ -220,16 +228,16 @@ export interface DeliveryStats {
   queueDepth: number;
 }
 
-export async function deliveryStats(em: EntityManager): Promise<DeliveryStats> {
+export async function deliveryStats(t: WebhookTableNames, em: EntityManager): Promise<DeliveryStats> {
   const [row] = await em.execute<Record<string, unknown>[]>(
     `select w."deliveries", w."failures", w."avg_duration_ms",
-       (select max("created_at") from "tracking_webhook_attempt" where "success") as "last_delivered_at",
-       (select count(*) from "tracking_webhook_delivery" where "status" = 'pending') as "queue_depth"
+       (select max("created_at") from "${t.attempt}" where "success") as "last_delivered_at",
+       (select count(*) from "${t.delivery}" where "status" = 'pending') as "queue_depth"
      from (
        select count(*) as "deliveries",
          count(*) filter (where not "success") as "failures",
          coalesce(avg("duration_ms"), 0) as "avg_duration_ms"
-       from "tracking_webhook_attempt"
+       from "${t.attempt}"
        where "created_at" >= now() - interval '24 hours'
      ) w`,
   );
@@ -244,15 +252,15 @@ export async function deliveryStats(em: EntityManager): Promise<DeliveryStats> {
 }
 
 /** Keys of the endpoints disabled so far (a 410 Gone), with the URL they were disabled under. */
-export async function disabledEndpoints(em: EntityManager): Promise<{ key: string; endpoint: string }[]> {
+export async function disabledEndpoints(t: WebhookTableNames, em: EntityManager): Promise<{ key: string; endpoint: string }[]> {
   const rows = await em.execute<{ endpoint_key: string; endpoint: string }[]>(
-    `select "endpoint_key", "endpoint" from "tracking_webhook_endpoint" where "disabled_at" is not null order by "disabled_at"`,
+    `select "endpoint_key", "endpoint" from "${t.endpoint}" where "disabled_at" is not null order by "disabled_at"`,
   );
   return rows.map((r) => ({ key: r.endpoint_key, endpoint: r.endpoint }));
 }
 
-export async function consumerId(em: EntityManager): Promise<string> {
-  const [row] = await em.execute<{ consumer_id: string }[]>(`select "consumer_id" from "tracking_webhook_consumer"`);
-  if (!row) throw new Error("tracking_webhook_consumer has no row; migration tracking-0004-webhooks did not run");
+export async function consumerId(t: WebhookTableNames, em: EntityManager): Promise<string> {
+  const [row] = await em.execute<{ consumer_id: string }[]>(`select "consumer_id" from "${t.consumer}"`);
+  if (!row) throw new Error(`${t.consumer} has no row; the webhook tables' migration did not run`);
   return row.consumer_id;
 }
