@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Checks everything under deploy/ without a cluster: YAML syntax, the Helm chart rendered and
-// cross-checked, setting names against services/runtime/config/settings.ts (through the real
+// cross-checked, setting names against services/runtime/config/the settings schemas (through the real
 // config loader), the systemd units (systemd-analyze verify) and the NATS configs (nats-server -t).
 // Run from the repository root: `node deploy/check.mjs` (exits 1 when a check fails), or
 // `node deploy/check.mjs --render` to print the chart as rendered with example values.
@@ -40,10 +40,15 @@ function which(cmd) {
 // The loader is TypeScript; tsx (a dependency) registers the same loader bin/meshwork.js uses.
 const { register } = await import("tsx/esm/api");
 register();
-const { settings, loadConfig, environmentForm } = await import(pathToFileURL(join(repoRoot, "services/runtime/config/index.ts")).href);
+const { meshSettings, loadMeshConfig } = await import(pathToFileURL(join(repoRoot, "services/mesh-config.ts")).href);
+const { trackingModule } = await import(pathToFileURL(join(repoRoot, "services/tracking/index.ts")).href);
+const { protectionModule } = await import(pathToFileURL(join(repoRoot, "services/protection/index.ts")).href);
+const { agentsModule } = await import(pathToFileURL(join(repoRoot, "services/agents/index.ts")).href);
+const environmentForm = (key) => key.replaceAll(":", "__");
+const settings = meshSettings();
 const envForms = new Map(settings.map((s) => [environmentForm(s.key), s]));
 const keys = new Set(settings.map((s) => s.key));
-const aliases = new Set(settings.flatMap((s) => s.aliases ?? []));
+const aliases = new Set(settings.flatMap((s) => s.meta.aliases ?? []));
 const sections = [...new Set(settings.map((s) => s.key.split(":")[0]))];
 
 /** Loads configuration as a Meshwork process would; returns [config, error message]. */
@@ -51,7 +56,7 @@ function tryLoad(env, appsettings) {
   const cwd = mkdtempSync(join(tmpdir(), "meshwork-deploy-check-"));
   try {
     if (appsettings !== undefined) writeFileSync(join(cwd, "appsettings.json"), appsettings);
-    return [loadConfig({ env, cwd, flags: [] }), null];
+    return [loadMeshConfig({ env, cwd, flags: [] }), null];
   } catch (err) {
     return [null, err.message];
   } finally {
@@ -69,10 +74,10 @@ function tryLoad(env, appsettings) {
     if (file.endsWith(".mjs")) continue;
     const text = readFileSync(file, "utf8");
     for (const m of text.matchAll(envRe))
-      if (!envForms.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not an environment form in settings.ts`);
-    for (const m of text.matchAll(keyRe)) if (!keys.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not a setting key in settings.ts`);
+      if (!envForms.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not an environment form in the settings schemas`);
+    for (const m of text.matchAll(keyRe)) if (!keys.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not a setting key in the settings schemas`);
   }
-  check("setting names (Section__Key, Section:Key) in deploy/ match settings.ts exactly", problems);
+  check("setting names (Section__Key, Section:Key) in deploy/ match the settings schemas exactly", problems);
 }
 
 // ------------------------------------------------------------------ 2. YAML syntax
@@ -219,7 +224,7 @@ function checkObjects(objects, values) {
           problems.push(`${cat}: env ${e.name} refers to Secret ${ref.name}, which is neither rendered nor a configured existing Secret`);
         const section = e.name.split("__")[0];
         if (e.name.includes("__") && sections.some((s) => s.toLowerCase() === section.toLowerCase()) && !envForms.has(e.name))
-          problems.push(`${cat}: env ${e.name} is not an environment form in settings.ts`);
+          problems.push(`${cat}: env ${e.name} is not an environment form in the settings schemas`);
       }
       const ports = new Map((c.ports ?? []).map((p) => [p.name, p.containerPort]));
       for (const p of c.ports ?? []) {
@@ -258,7 +263,17 @@ function checkObjects(objects, values) {
         problems.push(
           `${cat}: appsettings.json mounted at ${configMount.mountPath}, but the loader reads it from workingDir ${c.workingDir}`,
         );
-      const [config, error] = tryLoad({ ...literal, ...fromSecrets }, appsettings);
+      const [loaded, error] = tryLoad({ ...literal, ...fromSecrets }, appsettings);
+      // One merged view of the runtime's and the modules' settings, as the checks below read them.
+      const config = loaded && {
+        ...loaded.runtime,
+        services: { ...loaded.runtime.services, tracking: { address: loaded.get(trackingModule.settings).services.tracking.address } },
+        ports: {
+          tracking: loaded.get(trackingModule.settings).fronts.tracking.port,
+          protection: loaded.get(protectionModule.settings).fronts.protection.port,
+          agents: loaded.get(agentsModule.settings).gateway.server.port,
+        },
+      };
       if (error) {
         problems.push(`${cat}: Meshwork's config loader rejects it: ${error}`);
         continue;
@@ -272,13 +287,9 @@ function checkObjects(objects, values) {
         if (!config.database.url || !config.nats.url)
           problems.push(`${cat}: serves without DATABASE_URL or NATS_URL (would fall back to embedded/in-process)`);
       } else if (args[0] === "gateway") {
-        if (config.gateway.host !== "0.0.0.0") problems.push(`${cat}: Fronts:Host is ${config.gateway.host}; the Service cannot reach it`);
-        for (const [front, port] of Object.entries({
-          tracking: config.gateway.tracking.port,
-          protection: config.gateway.protection.port,
-          agents: config.gateway.agents.port,
-        })) {
-          if (![...ports.values()].includes(port)) problems.push(`${cat}: Gateway:${front} port ${port} is not a container port`);
+        if (config.fronts.host !== "0.0.0.0") problems.push(`${cat}: Fronts:Host is ${config.fronts.host}; the Service cannot reach it`);
+        for (const [front, port] of Object.entries(config.ports)) {
+          if (![...ports.values()].includes(port)) problems.push(`${cat}: the ${front} front's port ${port} is not a container port`);
         }
         const target = new URL(config.services.tracking.address);
         const svc = services.find((s) => s.metadata.name === target.hostname);

@@ -1,6 +1,7 @@
 // The mesh's configuration: the runtime's settings and every registered module's, loaded together
 // so an unknown or renamed key is caught whichever module it belongs to.
 import {
+  collectLeaves,
   type LoadConfigOptions,
   type LoadedConfig,
   loadConfig,
@@ -9,6 +10,7 @@ import {
   renderSettingsText,
   type RuntimeSettings,
   runtimeSettings,
+  type SettingLeaf,
   type SettingsSchema,
 } from "./runtime/config/index.js";
 import type { ServiceModule } from "./runtime/module/index.js";
@@ -38,4 +40,9 @@ export function settingsMarkdown(modules: readonly ServiceModule[] = registered)
 
 export function settingsText(modules: readonly ServiceModule[] = registered): string {
   return renderSettingsText(schemasOf(modules));
+}
+
+/** Every setting the mesh knows, the runtime's first, with its documented key and metadata. */
+export function meshSettings(modules: readonly ServiceModule[] = registered): SettingLeaf[] {
+  return collectLeaves(schemasOf(modules));
 }
