@@ -26,6 +26,7 @@ import { typeRegistryOf } from "./transcoder/type-registry.js";
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const DEFAULT_SSE_KEEP_ALIVE_SECONDS = 15;
+export const DEFAULT_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 export interface GatewayHandlerOptions {
   /** The services whose google.api.http rules this handler serves. */
@@ -45,6 +46,8 @@ export interface GatewayHandlerOptions {
   readonly streamFramers?: readonly StreamFramer[];
   /** Interval of the keep-alive comment on open server-sent event streams; default 15 s. */
   readonly sseKeepAliveSeconds?: number;
+  /** Retry-After of a 503 whose service named none (an unreachable service, say); default 5 s. */
+  readonly unavailableRetryAfterSeconds?: number;
 }
 
 /** A route as the handler exposes it, for start-up logs and tooling. */
@@ -85,6 +88,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   for (const route of table.routes) {
     if (route.eventStream) sseFramers.set(route, createSseFramer(route.style, registry));
   }
+  const unavailableRetryAfter = String(options.unavailableRetryAfterSeconds ?? DEFAULT_UNAVAILABLE_RETRY_AFTER_SECONDS);
   const keepAlive = createKeepAlive((options.sseKeepAliveSeconds ?? DEFAULT_SSE_KEEP_ALIVE_SECONDS) * 1000);
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
@@ -250,7 +254,9 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     }
     const rendered = renderError(error, style.errorStyle);
     // A failed call's metadata holds what the service set (Retry-After on a 429, say).
-    const headers = reason instanceof ConnectError ? withServiceHeaders(error, reason.metadata) : error.headers;
+    let headers = reason instanceof ConnectError ? withServiceHeaders(error, reason.metadata) : error.headers;
+    // A 503 is an invitation to come back: clients and proxies need to be told when.
+    if (error.status === 503 && !hasHeader(headers, "retry-after")) headers = { ...headers, "retry-after": unavailableRetryAfter };
     send(ex, error.status, rendered.contentType, JSON.stringify(rendered.document), headers, reason);
   }
 
@@ -286,7 +292,9 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     if (status >= 500 || (streamErrorStatus ?? 0) >= 500) {
       // The real cause stays in the log; the client only saw a generic detail.
       fields.err = reason instanceof Error ? reason.message : String(reason);
-      logger.error(fields, "request failed");
+      // An unavailable dependency is an outage to watch, not a bug to fix.
+      if ((streamErrorStatus ?? status) === 503) logger.warn(fields, "request failed: service unavailable");
+      else logger.error(fields, "request failed");
     } else {
       logger.info(fields, "request");
     }
@@ -317,6 +325,10 @@ function disconnectSignal(socket: Socket): AbortSignal {
     else socket.once("close", () => controller.abort());
   }
   return signal;
+}
+
+function hasHeader(headers: Readonly<Record<string, string>> | undefined, name: string): boolean {
+  return headers !== undefined && Object.keys(headers).some((key) => key.toLowerCase() === name);
 }
 
 async function* single(message: Message) {

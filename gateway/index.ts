@@ -4,6 +4,7 @@ export {
   createGatewayHandler,
   DEFAULT_BODY_LIMIT_BYTES,
   DEFAULT_SSE_KEEP_ALIVE_SECONDS,
+  DEFAULT_UNAVAILABLE_RETRY_AFTER_SECONDS,
   type GatewayHandler,
   type GatewayHandlerOptions,
   type RouteInfo,
