@@ -1,5 +1,13 @@
 // Public entry of the REST transcoding gateway: fronts built from google.api.http rules.
-export { createFront, type Front, type FrontOptions } from "./front.js";
+export {
+  createFront,
+  DEFAULT_HEADERS_TIMEOUT_SECONDS,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_HEADER_BYTES,
+  DEFAULT_REQUEST_TIMEOUT_SECONDS,
+  type Front,
+  type FrontOptions,
+} from "./front.js";
 export {
   createGatewayHandler,
   DEFAULT_BODY_LIMIT_BYTES,
