@@ -252,11 +252,17 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       logDone(ex, ex.res.destroyed && !ex.res.writableFinished ? 499 : error.status, reason);
       return;
     }
-    const rendered = renderError(error, style.errorStyle);
     // A failed call's metadata holds what the service set (Retry-After on a 429, say).
     let headers = reason instanceof ConnectError ? withServiceHeaders(error, reason.metadata) : error.headers;
     // A 503 is an invitation to come back: clients and proxies need to be told when.
     if (error.status === 503 && !hasHeader(headers, "retry-after")) headers = { ...headers, "retry-after": unavailableRetryAfter };
+    const answer = route && reason instanceof ConnectError ? answerDetail(route, reason) : undefined;
+    if (answer !== undefined) {
+      // The service chose to answer this status with its response message (an unhealthy report).
+      send(ex, error.status, "application/json", JSON.stringify(route!.response.toJson(answer)), headers, reason);
+      return;
+    }
+    const rendered = renderError(error, style.errorStyle);
     send(ex, error.status, rendered.contentType, JSON.stringify(rendered.document), headers, reason);
   }
 
@@ -325,6 +331,21 @@ function disconnectSignal(socket: Socket): AbortSignal {
     else socket.once("close", () => controller.abort());
   }
   return signal;
+}
+
+/**
+ * A response message a failed call carries as an error detail of the method's own output type: the
+ * contract's way to answer an error status with a body (a health report with 503), while gRPC
+ * and Connect callers still see the error code.
+ */
+function answerDetail(route: CompiledRoute, reason: ConnectError): Message | undefined {
+  if (!route.response.writesBody || route.streaming) return undefined;
+  try {
+    return reason.findDetails(route.method.output)[0];
+  } catch {
+    // A detail that does not decode is the service's bug; the error answer still stands.
+    return undefined;
+  }
 }
 
 function hasHeader(headers: Readonly<Record<string, string>> | undefined, name: string): boolean {
