@@ -148,3 +148,27 @@ test("REST: a JSON body with \\u0000 answers 400 problem+json naming the field i
   t.regex(problem.errors!.name![0]!, /NUL/);
   t.deepEqual(seen, []);
 });
+
+test("REST: a lone surrogate escaped in JSON answers 400 naming the field and the reason", async (t) => {
+  const { host, routes, seen } = await startHost();
+  t.teardown(() => host.close());
+  const front = createFront({
+    name: "tracking",
+    host: "127.0.0.1",
+    port: 0,
+    services: [AssetService],
+    transport: createDirectTransport(routes),
+    logger: memoryLogger(),
+  });
+  const { port } = await front.listen();
+  t.teardown(() => front.close());
+  const res = await fetch(`http://127.0.0.1:${port}/api/assets`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: '{"name":"Van\\ud8007","category":"vehicle"}',
+  });
+  t.is(res.status, 400);
+  const problem = (await res.json()) as { errors?: Record<string, string[]> };
+  t.deepEqual(problem.errors, { name: ["must not contain an unpaired UTF-16 surrogate"] });
+  t.deepEqual(seen, []);
+});
