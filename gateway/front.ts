@@ -1,7 +1,16 @@
-// A REST front: one HTTP server exposing a set of services on its own port.
+// A REST front: one HTTP server exposing a set of services on its own port, with explicit limits
+// on how long a client may take to send a request and how many connections it may hold, so slow
+// or oversized requests cost a socket for seconds, not minutes.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { answerClientError } from "./http/client-error.js";
 import { createGatewayHandler, type GatewayHandlerOptions } from "./handler.js";
+import { frontStyleOf } from "./style.js";
+
+export const DEFAULT_HEADERS_TIMEOUT_SECONDS = 10;
+export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
 
 export interface FrontOptions extends GatewayHandlerOptions {
   /** Shown in logs. */
@@ -9,6 +18,17 @@ export interface FrontOptions extends GatewayHandlerOptions {
   readonly host: string;
   /** 0 picks a free port; listen() reports it. */
   readonly port: number;
+  /** Time a client has to send the request line and headers; then 408 and the socket closes. Default 10 s. */
+  readonly headersTimeoutSeconds?: number;
+  /**
+   * Time a client has to send the whole request (headers and body); then 408. It ends when the
+   * request is received, so a long answer (an event stream) is never cut by it. Default 30 s.
+   */
+  readonly requestTimeoutSeconds?: number;
+  /** Open connections the front accepts; more are closed at once. Default 10,000. */
+  readonly maxConnections?: number;
+  /** Largest request line plus headers; more answers 431. Default 16 KiB (Node's own). */
+  readonly maxHeaderBytes?: number;
 }
 
 export interface Front {
@@ -21,7 +41,25 @@ export interface Front {
 export function createFront(options: FrontOptions): Front {
   const logger = options.logger.child({ front: options.name });
   const handler = createGatewayHandler({ ...options, logger });
-  const server = createServer(handler);
+  const headersTimeout = (options.headersTimeoutSeconds ?? DEFAULT_HEADERS_TIMEOUT_SECONDS) * 1000;
+  // Node requires headersTimeout <= requestTimeout (0 turns the request timeout off).
+  const requestTimeout = Math.max((options.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS) * 1000, headersTimeout);
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout,
+      maxHeaderSize: options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
+      // Both timeouts are enforced by a periodic sweep (30 s by default in Node), which would let a
+      // 10 s limit run to 40 s.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(headersTimeout / 4))),
+    },
+    handler,
+  );
+  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const style = frontStyleOf(options.services, options.defaultStyle);
+  // Errors Node raises before a request exists (header overflow, timeouts, malformed requests):
+  // answered in the front's style instead of Node's bare status line.
+  server.on("clientError", (err, socket) => answerClientError(err, socket, style.errorStyle, logger));
   return {
     server,
     listen() {

@@ -26,6 +26,7 @@ import { typeRegistryOf } from "./transcoder/type-registry.js";
 
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const DEFAULT_SSE_KEEP_ALIVE_SECONDS = 15;
+export const DEFAULT_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 export interface GatewayHandlerOptions {
   /** The services whose google.api.http rules this handler serves. */
@@ -45,6 +46,8 @@ export interface GatewayHandlerOptions {
   readonly streamFramers?: readonly StreamFramer[];
   /** Interval of the keep-alive comment on open server-sent event streams; default 15 s. */
   readonly sseKeepAliveSeconds?: number;
+  /** Retry-After of a 503 whose service named none (an unreachable service, say); default 5 s. */
+  readonly unavailableRetryAfterSeconds?: number;
 }
 
 /** A route as the handler exposes it, for start-up logs and tooling. */
@@ -85,6 +88,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   for (const route of table.routes) {
     if (route.eventStream) sseFramers.set(route, createSseFramer(route.style, registry));
   }
+  const unavailableRetryAfter = String(options.unavailableRetryAfterSeconds ?? DEFAULT_UNAVAILABLE_RETRY_AFTER_SECONDS);
   const keepAlive = createKeepAlive((options.sseKeepAliveSeconds ?? DEFAULT_SSE_KEEP_ALIVE_SECONDS) * 1000);
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
@@ -248,9 +252,17 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       logDone(ex, ex.res.destroyed && !ex.res.writableFinished ? 499 : error.status, reason);
       return;
     }
-    const rendered = renderError(error, style.errorStyle);
     // A failed call's metadata holds what the service set (Retry-After on a 429, say).
-    const headers = reason instanceof ConnectError ? withServiceHeaders(error, reason.metadata) : error.headers;
+    let headers = reason instanceof ConnectError ? withServiceHeaders(error, reason.metadata) : error.headers;
+    // A 503 is an invitation to come back: clients and proxies need to be told when.
+    if (error.status === 503 && !hasHeader(headers, "retry-after")) headers = { ...headers, "retry-after": unavailableRetryAfter };
+    const answer = route && reason instanceof ConnectError ? answerDetail(route, reason) : undefined;
+    if (answer !== undefined) {
+      // The service chose to answer this status with its response message (an unhealthy report).
+      send(ex, error.status, "application/json", JSON.stringify(route!.response.toJson(answer)), headers, reason);
+      return;
+    }
+    const rendered = renderError(error, style.errorStyle);
     send(ex, error.status, rendered.contentType, JSON.stringify(rendered.document), headers, reason);
   }
 
@@ -286,7 +298,9 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     if (status >= 500 || (streamErrorStatus ?? 0) >= 500) {
       // The real cause stays in the log; the client only saw a generic detail.
       fields.err = reason instanceof Error ? reason.message : String(reason);
-      logger.error(fields, "request failed");
+      // An unavailable dependency is an outage to watch, not a bug to fix.
+      if ((streamErrorStatus ?? status) === 503) logger.warn(fields, "request failed: service unavailable");
+      else logger.error(fields, "request failed");
     } else {
       logger.info(fields, "request");
     }
@@ -317,6 +331,25 @@ function disconnectSignal(socket: Socket): AbortSignal {
     else socket.once("close", () => controller.abort());
   }
   return signal;
+}
+
+/**
+ * A response message a failed call carries as an error detail of the method's own output type: the
+ * contract's way to answer an error status with a body (a health report with 503), while gRPC
+ * and Connect callers still see the error code.
+ */
+function answerDetail(route: CompiledRoute, reason: ConnectError): Message | undefined {
+  if (!route.response.writesBody || route.streaming) return undefined;
+  try {
+    return reason.findDetails(route.method.output)[0];
+  } catch {
+    // A detail that does not decode is the service's bug; the error answer still stands.
+    return undefined;
+  }
+}
+
+function hasHeader(headers: Readonly<Record<string, string>> | undefined, name: string): boolean {
+  return headers !== undefined && Object.keys(headers).some((key) => key.toLowerCase() === name);
 }
 
 async function* single(message: Message) {

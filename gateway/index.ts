@@ -1,9 +1,18 @@
 // Public entry of the REST transcoding gateway: fronts built from google.api.http rules.
-export { createFront, type Front, type FrontOptions } from "./front.js";
+export {
+  createFront,
+  DEFAULT_HEADERS_TIMEOUT_SECONDS,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_HEADER_BYTES,
+  DEFAULT_REQUEST_TIMEOUT_SECONDS,
+  type Front,
+  type FrontOptions,
+} from "./front.js";
 export {
   createGatewayHandler,
   DEFAULT_BODY_LIMIT_BYTES,
   DEFAULT_SSE_KEEP_ALIVE_SECONDS,
+  DEFAULT_UNAVAILABLE_RETRY_AFTER_SECONDS,
   type GatewayHandler,
   type GatewayHandlerOptions,
   type RouteInfo,

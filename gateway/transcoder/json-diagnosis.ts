@@ -24,10 +24,20 @@ export function diagnoseJson(message: DescMessage, json: JsonValue, options: Par
     if (!field) return { property, reason: "unknown property" };
     if (accepts(message, key, value, options)) continue;
     const nested = diagnoseNested(field, value, options, property);
+    if (!nested && holdsLoneSurrogate(value)) return { property, reason: "must not contain an unpaired UTF-16 surrogate" };
     return nested ?? { property, reason: `expected ${describeField(field)}` };
   }
   // Every property passes alone: the same field was given under both of its names.
   return { property: path, reason: "a field is given more than once (under its two names)" };
+}
+
+// JSON may escape half a surrogate pair ("\ud800"); protobuf-es refuses such a string as invalid
+// UTF-8, which "expected a string" would misdescribe.
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function holdsLoneSurrogate(value: JsonValue): boolean {
+  if (typeof value === "string") return loneSurrogate.test(value);
+  return Array.isArray(value) && value.some((item) => typeof item === "string" && loneSurrogate.test(item));
 }
 
 function diagnoseNested(field: DescField, value: JsonValue, options: Partial<JsonReadOptions>, property: string): JsonProblem | undefined {

@@ -1,5 +1,6 @@
 // tracking.v1.SystemService handlers: the root document, health, the sanitized status, the alert
 // summary and demo seeding. The demo records and the seeding decision live in domain/seed-data.
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
@@ -13,7 +14,7 @@ import {
   GeofenceCreatedSchema,
   GeofenceDeletedSchema,
 } from "../../gen/tracking/v1/events_pb.js";
-import type { SystemService } from "../../gen/tracking/v1/system_pb.js";
+import { HealthReportSchema, type SystemService } from "../../gen/tracking/v1/system_pb.js";
 import { planSeed, seedAssets, seedDevices, seedGeofences } from "./domain/seed-data.js";
 import { recordTrackingEvent } from "./events/record-tracking-event.js";
 import { subjects } from "./events/subjects.js";
@@ -72,16 +73,23 @@ export function systemService(deps: TrackingDeps): Partial<ServiceImpl<typeof Sy
 
     async getHealth() {
       const [database, bus] = await Promise.all([deps.db.health(), deps.bus.health()]);
+      const databaseKind = deps.db.mode === "embedded" ? "embedded PostgreSQL" : "PostgreSQL";
+      const busKind = deps.bus.kind === "nats" ? "NATS JetStream" : "in-process bus";
+      // A failing check names the dependency, not the driver's words: those can hold hosts and
+      // ports, which a public health answer must not. The log has them.
       const checks = {
-        database: check(database.ok, database.detail ?? (deps.db.mode === "embedded" ? "embedded PostgreSQL" : "PostgreSQL")),
-        bus: check(bus.ok, bus.detail ?? (deps.bus.kind === "nats" ? "NATS JetStream" : "in-process bus")),
+        database: database.ok ? check(true, database.detail ?? databaseKind) : check(false, `${databaseKind} unavailable`),
+        bus: bus.ok ? check(true, bus.detail ?? busKind) : check(false, `${busKind} unavailable`),
       };
       const failing = Object.entries(checks).filter(([, c]) => c.status !== "Healthy");
       if (failing.length) {
-        // A load balancer reads the status, so unhealthy must not be a 200 (see the proto comment).
-        const summary = failing.map(([name, c]) => `${name}: ${c.detail ?? "unhealthy"}`).join("; ");
-        deps.logger.warn({ checks }, "health check failed");
-        throw new ConnectError(`unhealthy: ${summary}`, Code.Unavailable);
+        // A load balancer reads the status, so unhealthy must not be a 200 (see the proto comment);
+        // the report rides along as a detail of the rpc's own output type, which the gateway
+        // answers as the body of the 503.
+        const summary = failing.map(([name, c]) => `${name}: ${c.detail}`).join("; ");
+        deps.logger.warn({ checks, database: database.detail, bus: bus.detail }, "health check failed");
+        const report = create(HealthReportSchema, { status: "Unhealthy", checks });
+        throw new ConnectError(`unhealthy: ${summary}`, Code.Unavailable, undefined, [{ desc: HealthReportSchema, value: report }]);
       }
       return { status: "Healthy", checks };
     },

@@ -255,7 +255,7 @@ test.serial("the alert summary counts open, total and last-24-hour breaches and 
   t.is(delta("speedAlertsLast24h"), 1);
 });
 
-test.serial("health answers 503 problem+json, without the failing detail, when a check fails", async (t) => {
+test.serial("health answers 503 with its report, without the failing detail, when a check fails", async (t) => {
   const bus = mesh.bus!;
   const healthy = bus.health;
   bus.health = async () => ({ ok: false, detail: "injected outage at nats://secret-host:4222" });
@@ -264,9 +264,9 @@ test.serial("health answers 503 problem+json, without the failing detail, when a
   });
   const res = await fetch(`${base}/api/health`);
   t.is(res.status, 503);
-  t.is(res.headers.get("content-type"), "application/problem+json");
+  t.is(res.headers.get("content-type"), "application/json");
   const text = await res.text();
-  t.like(JSON.parse(text), { status: 503 });
+  t.like(JSON.parse(text), { status: "Unhealthy", checks: { bus: { status: "Unhealthy" }, database: { status: "Healthy" } } });
   t.false(text.includes("secret-host"), "an infrastructure detail never reaches a public caller");
 });
 

@@ -324,10 +324,10 @@ export const SystemService: GenService<{
   /**
    * Database and bus checks. Never needs a key.
    * Healthy: 200 with the report. Unhealthy: Unavailable (HTTP 503) so load balancers and probes
-   * take the instance out on the status alone. The report does not survive that answer (a
-   * ConnectError carries no response message, and the gateway writes a generic 503 problem so a
-   * public caller learns nothing about the infrastructure); the error's message names the failing
-   * checks for gRPC callers and the service log has their details.
+   * take the instance out on the status alone; the error carries the report as a detail, which
+   * the gateway answers as the 503's body, so an operator sees which check failed. A failing
+   * check says which dependency is unavailable, never the driver's words (hosts, ports): the
+   * service log has those.
    *
    * @generated from rpc tracking.v1.SystemService.GetHealth
    */

@@ -5,3 +5,4 @@ export { redactUrl } from "./redact-url.js";
 export { MIGRATIONS_TABLE } from "./migrations.js";
 export type { PreparedReads } from "./prepared-reads.js";
 export type { Database, DatabaseModule, DatabaseOptions, HealthStatus, Logger, NamedMigration } from "./types.js";
+export { describeDbError, isDatabaseUnavailable, isDbError, type DbErrorDescription } from "./describe-db-error.js";

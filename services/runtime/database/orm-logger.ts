@@ -12,11 +12,18 @@ export class OrmLogger extends DefaultLogger {
 
   override log(namespace: LoggerNamespace | (string & {}), message: string, context?: LogContext): void {
     if (!this.isEnabled(namespace as LoggerNamespace, context)) return;
-    const text = message.replace(/\n/g, " ").replace(/ +/g, " ").trim();
+    let text = message.replace(/\n/g, " ").replace(/ +/g, " ").trim();
+    // With Database debug on, MikroORM writes each statement with its values inlined; string
+    // literals (names, payloads, secrets) are blanked, the statement's shape stays.
+    if (namespace === "query" || namespace === "query-params" || context?.level === "error") text = blankStringLiterals(text);
     const fields = { namespace, ...(context?.took !== undefined ? { tookMs: context.took } : {}) };
     if (context?.level === "error") this.target.error(fields, text);
     else if (context?.level === "warning" || namespace === "deprecated") this.target.warn(fields, text);
     else if (namespace === "query" || namespace === "query-params") this.target.debug(fields, text);
     else this.target.info(fields, text);
   }
+}
+
+function blankStringLiterals(text: string): string {
+  return text.replace(/'(?:[^']|'')*'/g, "'…'");
 }

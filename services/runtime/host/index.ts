@@ -16,7 +16,11 @@ export {
   type ServingStatus,
   type WatchedStatus,
 } from "./health/health-registry.js";
-export { errorInterceptor } from "./interceptors/error-interceptor.js";
+export {
+  DEFAULT_UNAVAILABLE_RETRY_AFTER_SECONDS,
+  errorInterceptor,
+  type ErrorInterceptorOptions,
+} from "./interceptors/error-interceptor.js";
 export {
   forwardRequestIdInterceptor,
   requestContextInterceptor,

@@ -2,6 +2,7 @@
 // its request id; values under credential-like keys never reach the output.
 import { pino, type DestinationStream, type Logger } from "pino";
 import { getRequestId } from "../host/request-context.js";
+import { safeError } from "./safe-error.js";
 
 export type { Logger };
 
@@ -44,6 +45,8 @@ export function createLogger(options: LoggerOptions): Logger {
       level: options.level,
       name: options.name ?? "meshwork",
       redact: { paths: redactedPaths, censor: "[redacted]" },
+      // A failed statement must not log its bound values, whichever module logs the error.
+      serializers: { err: safeError, error: safeError },
       mixin() {
         const requestId = getRequestId();
         return requestId ? { requestId } : {};
