@@ -75,7 +75,8 @@ function tryLoad(env, appsettings) {
     const text = readFileSync(file, "utf8");
     for (const m of text.matchAll(envRe))
       if (!envForms.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not an environment form in the settings schemas`);
-    for (const m of text.matchAll(keyRe)) if (!keys.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not a setting key in the settings schemas`);
+    for (const m of text.matchAll(keyRe))
+      if (!keys.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not a setting key in the settings schemas`);
   }
   check("setting names (Section__Key, Section:Key) in deploy/ match the settings schemas exactly", problems);
 }

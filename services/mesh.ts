@@ -21,7 +21,7 @@ import {
 import { isProtected, type ModuleAuth, type ServiceModule } from "./runtime/module/index.js";
 import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./runtime/telemetry/index.js";
-import { requiredFieldsInterceptor } from "./runtime/validation/index.js";
+import { requiredFieldsInterceptor, textIntegrityInterceptor } from "./runtime/validation/index.js";
 
 export type MeshMode = { kind: "all" } | { kind: "service"; name: string } | { kind: "gateway" };
 
@@ -140,7 +140,15 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       });
       const routes = buildRoutes({
         services: registrations.map((r) => r.registration),
-        interceptors: [requestContextInterceptor, serverTracingInterceptor(), errorInterceptor(logger), auth, requiredFieldsInterceptor],
+        interceptors: [
+          requestContextInterceptor,
+          serverTracingInterceptor(),
+          errorInterceptor(logger, { unavailableRetryAfterSeconds: runtime.fronts.unavailableRetryAfterSeconds }),
+          auth,
+          requiredFieldsInterceptor,
+          // Text PostgreSQL cannot store (NUL, lone surrogates) is refused here, naming the field, for every caller.
+          textIntegrityInterceptor,
+        ],
       });
       const host = await startServiceHost({ host: runtime.services.host, port: runtime.services.port, routes, logger });
       closers.push(() => host.close());
@@ -172,6 +180,11 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           logger,
           bodyLimitBytes: runtime.fronts.bodyLimitBytes,
           sseKeepAliveSeconds: runtime.fronts.sseKeepAliveSeconds,
+          headersTimeoutSeconds: runtime.fronts.headersTimeoutSeconds,
+          requestTimeoutSeconds: runtime.fronts.requestTimeoutSeconds,
+          maxConnections: runtime.fronts.maxConnections,
+          maxHeaderBytes: runtime.fronts.maxHeaderBytes,
+          unavailableRetryAfterSeconds: runtime.fronts.unavailableRetryAfterSeconds,
         });
         const { port } = await front.listen();
         closers.push(() => front.close());

@@ -77,6 +77,37 @@ export const runtimeSettings = z.object({
       default: 15,
       description: "Interval of the keep-alive comment on open server-sent event streams.",
     }),
+    headersTimeoutSeconds: setting.int({
+      min: 1,
+      max: 600,
+      default: 10,
+      description: "Time a client has to send the request line and headers; then 408 and the connection is closed.",
+    }),
+    requestTimeoutSeconds: setting.int({
+      min: 1,
+      max: 3600,
+      default: 30,
+      description:
+        "Time a client has to send the whole request (not the answer: event streams are never cut); raised to Fronts:HeadersTimeoutSeconds if lower.",
+    }),
+    maxConnections: setting.int({
+      min: 1,
+      max: 1_000_000,
+      default: 10_000,
+      description: "Open connections per front; more are closed at once.",
+    }),
+    maxHeaderBytes: setting.int({
+      min: 1024,
+      max: 1024 * 1024,
+      default: 16_384,
+      description: "Largest request line plus headers; a bigger one answers 431 in the front's error style.",
+    }),
+    unavailableRetryAfterSeconds: setting.int({
+      min: 1,
+      max: 3600,
+      default: 5,
+      description: "Retry-After on 503 answers (a database or service that cannot be reached).",
+    }),
   }),
   auth: z.object({
     allowAnonymousPublicBind: setting.bool({
