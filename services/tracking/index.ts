@@ -10,7 +10,7 @@ import type { ServiceModule } from "../runtime/module/index.js";
 import { assetService } from "./asset-service.js";
 import { breachService } from "./breach-service.js";
 import { deviceService } from "./device-service.js";
-import { createTrackingEngine } from "./engine/index.js";
+import { createTrackingEngine } from "./ingest/index.js";
 import { trackingStream } from "./events/subjects.js";
 import { geofenceService } from "./geofence-service.js";
 import { observationService } from "./observation-service.js";

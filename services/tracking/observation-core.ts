@@ -8,9 +8,9 @@ import { invalidArgument, notFound, requireUuid } from "../runtime/errors/index.
 import { resolvePage } from "../runtime/validation/index.js";
 import type { TrackingDeps } from "./deps.js";
 import type { ObservationSource } from "./domain/observation-types.js";
-import type { BatchRecordResult } from "./engine/types.js";
-import { chunkSize } from "./engine/recorder.js";
-import { queryOn, toDate } from "./engine/sql.js";
+import type { BatchRecordResult } from "./ingest/types.js";
+import { chunkSize } from "./ingest/recorder.js";
+import { queryOn, toDate } from "./store/sql.js";
 import { toObservation } from "./mappers/to-message.js";
 import { ObservationEntity } from "./store/observation-entity.js";
 

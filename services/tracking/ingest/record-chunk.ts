@@ -25,7 +25,7 @@ import type { ObservationRow } from "../store/observation-entity.js";
 import type { OutboxInsert } from "../../runtime/outbox/index.js";
 import { EventBatch } from "./event-batch.js";
 import type { FenceIndex, IndexedFence } from "./fence-index.js";
-import { pgArray, queryOn, toDate, toDateOrNull, type Query } from "./sql.js";
+import { pgArray, queryOn, toDate, toDateOrNull, type Query } from "../store/sql.js";
 
 export interface ChunkItem {
   /** Position in the caller's input. */
