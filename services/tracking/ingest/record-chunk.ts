@@ -17,7 +17,7 @@ import { randomUUID } from "node:crypto";
 import { GeofenceBreachDetectedSchema, SpeedAlertRaisedSchema } from "../../../gen/tracking/v1/events_pb.js";
 import { evaluateFences } from "../domain/geofence-rule.js";
 import type { CheckedObservation, ObservationSource } from "../domain/observation-types.js";
-import { judgeSpeed } from "../domain/speed-rule.js";
+import { cooledDown, judgeThreshold, type ThresholdVerdict } from "../domain/speed-rule.js";
 import { subjects } from "../events/subjects.js";
 import { toBreach, toSpeedAlert } from "../mappers/to-message.js";
 import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
@@ -69,6 +69,8 @@ interface PendingRow {
   row: ObservationRow;
   /** Ids of the fences the index proposes for this fix. */
   near: string[];
+  /** The fix against its device's threshold, judged once; the cooldown is applied in input order. */
+  speed: ThresholdVerdict;
 }
 
 interface StateChange {
@@ -108,10 +110,11 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
     }
     firstOfKey.set(key, rows.length);
     const row = observationRow(item.observation, device, ctx.source, now);
-    rows.push({ item, device, row, near: proposeFences(ctx.index, row) });
+    const speed = judgeThreshold(row.speedKmh, device.assetThresholdKmh, ctx.defaultThresholdKmh);
+    rows.push({ item, device, row, near: proposeFences(ctx.index, row), speed });
   }
 
-  const { inserted, live } = await insertAndRead(q, rows, ctx);
+  const { inserted, live } = await insertAndRead(q, rows);
   const fresh = rows.filter((r) => inserted.has(r.row.id));
   for (const r of rows) {
     if (!inserted.has(r.row.id)) outcomes.set(r.item.index, { kind: "duplicate" });
@@ -122,22 +125,14 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
   const breaches: BreachRow[] = [];
   const events = new EventBatch(now);
   const stateChanges = new Map<string, StateChange>();
-  for (const { item, device, row, near } of fresh) {
+  for (const { item, device, row, near, speed } of fresh) {
     const found = { speedAlerts: [] as SpeedAlertRow[], breaches: [] as BreachRow[] };
     const inOrder = device.lastSeenAt === null || row.observedAt > device.lastSeenAt;
     if (inOrder) {
       device.lastSeenAt = row.observedAt;
       device.seenMoved = true;
 
-      const speed = judgeSpeed({
-        speedKmh: row.speedKmh,
-        assetThresholdKmh: device.assetThresholdKmh,
-        defaultThresholdKmh: ctx.defaultThresholdKmh,
-        observedAt: row.observedAt,
-        lastAlertAt: device.lastAlertAt ?? null,
-        cooldownMs: ctx.cooldownMs,
-      });
-      if (speed.raise) {
+      if (speed.over && cooledDown(row.observedAt, device.lastAlertAt ?? null, ctx.cooldownMs)) {
         device.lastAlertAt = row.observedAt;
         found.speedAlerts.push({ ...alertColumns(row, now), speedKmh: row.speedKmh!, thresholdKmh: speed.thresholdKmh });
       }
@@ -300,7 +295,6 @@ interface ReadRow {
 async function insertAndRead(
   q: Query,
   pending: PendingRow[],
-  ctx: ChunkContext,
 ): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
   const inserted = new Set<string>();
   const live = new Map<string, IndexedFence>();
@@ -309,18 +303,10 @@ async function insertAndRead(
   const deviceIds = new Set<string>();
   const speeding = new Set<string>();
   const near = new Set<string>();
-  for (const { device, row, near: ids } of pending) {
+  for (const { device, near: ids, speed } of pending) {
     deviceIds.add(device.id);
     for (const id of ids) near.add(id);
-    const verdict = judgeSpeed({
-      speedKmh: row.speedKmh,
-      assetThresholdKmh: device.assetThresholdKmh,
-      defaultThresholdKmh: ctx.defaultThresholdKmh,
-      observedAt: row.observedAt,
-      lastAlertAt: null,
-      cooldownMs: ctx.cooldownMs,
-    });
-    if (verdict.over) speeding.add(device.id);
+    if (speed.over) speeding.add(device.id);
   }
   const rows = pending.map((p) => p.row);
   const read = await q<ReadRow>(readSql(speeding.size > 0), [
