@@ -11,6 +11,7 @@ import { assetService } from "./asset-service.js";
 import { breachService } from "./breach-service.js";
 import { deviceService } from "./device-service.js";
 import { createTrackingEngine } from "./ingest/index.js";
+import { createUnitOfWork } from "../runtime/outbox/index.js";
 import { trackingStream } from "./events/subjects.js";
 import { geofenceService } from "./geofence-service.js";
 import { observationService } from "./observation-service.js";
@@ -94,8 +95,9 @@ export const trackingModule: ServiceModule = {
   async start(deps) {
     // Checks the webhook settings before anything starts: a bad endpoint is a start-up error.
     const webhooks = createWebhooks(deps);
-    const engine = await createTrackingEngine(deps);
-    const tracking = { ...deps, engine };
+    const uow = createUnitOfWork(deps);
+    const engine = await createTrackingEngine({ ...deps, uow });
+    const tracking = { ...deps, engine, uow };
     try {
       await webhooks.start();
     } catch (err) {

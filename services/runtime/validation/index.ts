@@ -1,2 +1,3 @@
 export { missingRequiredFields, requiredFieldsInterceptor } from "./required-fields.js";
 export { maxPageSize, resolvePage, type PageRequest } from "./page-request.js";
+export { checkPage } from "./page-rule.js";

@@ -11,18 +11,16 @@
 //      the rules will look at (after 1, so it sees everything committed under those locks);
 //   3. last-seen, geofence states, speed alerts, breaches and the events (the outbox's rows), in
 //      one statement.
-import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Context } from "@opentelemetry/api";
 import { randomUUID } from "node:crypto";
 import { GeofenceBreachDetectedSchema, SpeedAlertRaisedSchema } from "../../../gen/tracking/v1/events_pb.js";
 import { evaluateFences } from "../domain/geofence-rule.js";
 import type { CheckedObservation, ObservationSource } from "../domain/observation-types.js";
 import { cooledDown, judgeThreshold, type ThresholdVerdict } from "../domain/speed-rule.js";
-import { subjects } from "../events/subjects.js";
 import { toBreach, toSpeedAlert } from "../mappers/to-message.js";
 import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
 import type { ObservationRow } from "../store/observation-entity.js";
-import type { OutboxInsert } from "../../runtime/outbox/index.js";
+import type { OutboxInsert, Transaction } from "../../runtime/outbox/index.js";
 import { EventBatch } from "./event-batch.js";
 import type { FenceIndex, IndexedFence } from "./fence-index.js";
 import { pgArray, queryOn, toDate, toDateOrNull, type Query } from "../store/sql.js";
@@ -82,8 +80,8 @@ interface StateChange {
 
 const noFences: readonly string[] = [];
 
-export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[], ctx: ChunkContext): Promise<Map<number, ChunkOutcome>> {
-  const q = queryOn(tx);
+export async function recordChunk(tx: Transaction, items: readonly ChunkItem[], ctx: ChunkContext): Promise<Map<number, ChunkOutcome>> {
+  const q = queryOn(tx.em);
   const outcomes = new Map<number, ChunkOutcome>();
   const now = new Date();
 
@@ -166,16 +164,10 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
 
     events.addObservationRecorded(row, item.context);
     for (const alert of found.speedAlerts) {
-      events.add(
-        subjects.speedAlertRaised,
-        SpeedAlertRaisedSchema,
-        { speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }) },
-        item.context,
-      );
+      events.add(SpeedAlertRaisedSchema, { speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }) }, item.context);
     }
     for (const breach of found.breaches) {
       events.add(
-        subjects.breachDetected,
         GeofenceBreachDetectedSchema,
         { breach: toBreach(breach, { deviceIdentifier: device.identifier, geofenceName: live.get(breach.geofenceId)?.name ?? null }) },
         item.context,
@@ -185,7 +177,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
 
   const moved: DeviceState[] = [];
   for (const d of devices.values()) if (d.seenMoved) moved.push(d);
-  await writeOutcomes(q, moved, [...stateChanges.values()], speedAlerts, breaches, events.inserts());
+  await writeOutcomes(q, moved, [...stateChanges.values()], speedAlerts, breaches, events.inserts(tx));
 
   for (const { item, first } of repeats) {
     const original = rows[first]!;
@@ -292,10 +284,7 @@ interface ReadRow {
  *   by primary key: written as `id in (select unnest(...) ...)` it hash-joined a sequential scan
  *   of every fence, most of the statement's time with 10,000 fences.
  */
-async function insertAndRead(
-  q: Query,
-  pending: PendingRow[],
-): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
+async function insertAndRead(q: Query, pending: PendingRow[]): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
   const inserted = new Set<string>();
   const live = new Map<string, IndexedFence>();
   if (!pending.length) return { inserted, live };
