@@ -4,7 +4,7 @@
 import RBush from "rbush";
 import { cpus } from "node:os";
 import { circleBoxes, type GeoBox } from "../services/tracking/domain/geo.js";
-import { BoxGrid } from "../services/tracking/engine/box-grid.js";
+import { BoxGrid } from "../services/tracking/ingest/box-grid.js";
 import { region, scatterFences, seededRandom } from "./ingest-fleet.js";
 
 const fenceCount = 10_000;

@@ -3,9 +3,8 @@
 import type { Message } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { EntitySchema } from "@mikro-orm/core";
-import type { EntityManager } from "@mikro-orm/postgresql";
 import type { AcknowledgeRequest, BulkAcknowledgeRequest, ListAlertsRequest } from "../../gen/tracking/v1/breach_pb.js";
-import { notFound, requireUuid } from "../runtime/errors/index.js";
+import { invalidArgument, notFound, requireUuid, type Checked } from "../runtime/errors/index.js";
 import {
   capExport,
   exportHeaders,
@@ -18,6 +17,7 @@ import {
 import { toCsv, type CsvValue } from "./exports/csv.js";
 import type { AlertNames } from "./mappers/to-message.js";
 import { acknowledgeAlert, acknowledgeAlerts, alertNames, countAlerts, findAlerts, type AlertRow } from "./store/alert-store.js";
+import type { Transaction } from "../runtime/outbox/index.js";
 import type { TrackingDeps } from "./deps.js";
 
 export interface AlertKind<Row extends AlertRow, Msg extends Message> {
@@ -30,7 +30,7 @@ export interface AlertKind<Row extends AlertRow, Msg extends Message> {
   csvRow(row: Row, names: AlertNames): CsvValue[];
   toMessage(row: Row, names: AlertNames): Msg;
   /** Records the acknowledged event of one alert in the caller's transaction. */
-  recordAcknowledged(em: EntityManager, alert: Msg): void;
+  recordAcknowledged(tx: Transaction, alert: Msg): void;
 }
 
 /** A page as both page messages (GeofenceBreachPage, SpeedAlertPage) are initialised. */
@@ -43,19 +43,12 @@ export interface AlertPageInit<Msg> {
 }
 
 export function alertHandlers<Row extends AlertRow, Msg extends Message>(deps: TrackingDeps, kind: AlertKind<Row, Msg>) {
-  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
-  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    const result = await deps.db.em().transactional(work);
-    deps.outbox.notify();
-    return result;
-  }
-
   /** Messages of rows this call acknowledged, each recorded as an event. */
-  async function recordAcknowledged(em: EntityManager, rows: Row[]): Promise<Msg[]> {
-    const names = await alertNames(em, rows);
+  async function recordAcknowledged(tx: Transaction, rows: Row[]): Promise<Msg[]> {
+    const names = await alertNames(tx.em, rows);
     return rows.map((row) => {
       const alert = kind.toMessage(row, names(row));
-      kind.recordAcknowledged(em, alert);
+      kind.recordAcknowledged(tx, alert);
       return alert;
     });
   }
@@ -63,7 +56,7 @@ export function alertHandlers<Row extends AlertRow, Msg extends Message>(deps: T
   return {
     /** Newest first; json answers a page within the limit, csv every selected row as a file. */
     async list(req: ListAlertsRequest, ctx: HandlerContext): Promise<AlertPageInit<Msg>> {
-      const query = resolveAlertQuery(req);
+      const query = valid(resolveAlertQuery(req));
       const em = deps.db.em();
       if (query.format === "csv") {
         const window = exportWindow(query.limit, deps.settings.tracking.exportMaxRows);
@@ -97,27 +90,33 @@ export function alertHandlers<Row extends AlertRow, Msg extends Message>(deps: T
     /** Idempotent: a repeat answers the alert as it stands and records no event. */
     async acknowledge(req: AcknowledgeRequest): Promise<Msg> {
       const id = requireUuid("id", req.id);
-      const by = resolveAcknowledgedBy(req.acknowledgedBy);
-      return change(async (em) => {
-        const result = await acknowledgeAlert(em, kind.entity, id, { by, at: new Date() });
+      const by = valid(resolveAcknowledgedBy(req.acknowledgedBy));
+      return deps.uow.run(async (tx) => {
+        const result = await acknowledgeAlert(tx.em, kind.entity, id, { by, at: new Date() });
         if (!result) throw notFound(`${kind.noun} ${id} not found`);
-        if (result.changed) return (await recordAcknowledged(em, [result.row]))[0]!;
-        const names = await alertNames(em, [result.row]);
+        if (result.changed) return (await recordAcknowledged(tx, [result.row]))[0]!;
+        const names = await alertNames(tx.em, [result.row]);
         return kind.toMessage(result.row, names(result.row));
       });
     },
 
     /** Counts only the alerts this call changed; unknown and already acknowledged ids count 0. */
     async bulkAcknowledge(req: BulkAcknowledgeRequest): Promise<{ count: number }> {
-      const ids = resolveBulkIds(req.ids);
-      const by = resolveAcknowledgedBy(req.acknowledgedBy);
+      const ids = valid(resolveBulkIds(req.ids));
+      const by = valid(resolveAcknowledgedBy(req.acknowledgedBy));
       if (!ids.length) return { count: 0 };
-      const count = await change(async (em) => {
-        const rows = await acknowledgeAlerts(em, kind.entity, ids, { by, at: new Date() });
-        await recordAcknowledged(em, rows);
+      const count = await deps.uow.run(async (tx) => {
+        const rows = await acknowledgeAlerts(tx.em, kind.entity, ids, { by, at: new Date() });
+        await recordAcknowledged(tx, rows);
         return rows.length;
       });
       return { count };
     },
   };
+}
+
+/** The checked value, or InvalidArgument naming every violation. */
+function valid<T>(checked: Checked<T>): T {
+  if (!checked.ok) throw invalidArgument(checked.violations);
+  return checked.value;
 }

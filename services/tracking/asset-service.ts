@@ -1,31 +1,17 @@
 // tracking.v1.AssetService handlers: check input, change rows and record the event in one
 // transaction, answer the resource. Rules live in domain/, storage in store/.
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager } from "@mikro-orm/core";
 import { randomUUID } from "node:crypto";
 import type { AssetInput, AssetService } from "../../gen/tracking/v1/asset_pb.js";
 import { AssetCreatedSchema, AssetDeletedSchema, AssetUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
 import { invalidArgument, notFound, requireUuid, unprocessable } from "../runtime/errors/index.js";
 import { checkAssetInput } from "./domain/asset-rules.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toAsset } from "./mappers/to-message.js";
+import type { EntityManager } from "@mikro-orm/core";
 import { AssetEntity, type AssetRow } from "./store/asset-entity.js";
 import type { TrackingDeps } from "./deps.js";
 
-type AssetEventSchema = typeof AssetCreatedSchema | typeof AssetUpdatedSchema | typeof AssetDeletedSchema;
-
 export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetService> {
-  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
-  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    const result = await deps.db.em().transactional(work);
-    deps.outbox.notify();
-    return result;
-  }
-
-  const event = (em: EntityManager, subject: string, schema: AssetEventSchema, row: AssetRow) =>
-    recordTrackingEvent(em, subject, schema, { asset: toAsset(row) });
-
   return {
     async listAssets() {
       const rows = await deps.db.em().find(AssetEntity, {}, { orderBy: { createdAt: "desc", id: "desc" } });
@@ -43,9 +29,9 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
       const fields = checkedFields(req.asset);
       const now = new Date();
       const row: AssetRow = { id: randomUUID(), ...fields, isSeeded: false, createdAt: now, updatedAt: now };
-      await change(async (em) => {
-        em.create(AssetEntity, row);
-        event(em, subjects.assetCreated, AssetCreatedSchema, row);
+      await deps.uow.run(async (tx) => {
+        tx.em.create(AssetEntity, row);
+        tx.record(AssetCreatedSchema, { asset: toAsset(row) });
       });
       return toAsset(row);
     },
@@ -53,10 +39,10 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
     async updateAsset(req) {
       const id = requireUuid("id", req.id);
       const fields = checkedFields(req.asset);
-      const row = await change(async (em) => {
-        const found = await load(em, id);
-        em.assign(found, { ...fields, updatedAt: new Date() });
-        event(em, subjects.assetUpdated, AssetUpdatedSchema, found);
+      const row = await deps.uow.run(async (tx) => {
+        const found = await load(tx.em, id);
+        tx.em.assign(found, { ...fields, updatedAt: new Date() });
+        tx.record(AssetUpdatedSchema, { asset: toAsset(found) });
         return found;
       });
       return toAsset(row);
@@ -64,10 +50,10 @@ export function assetService(deps: TrackingDeps): ServiceImpl<typeof AssetServic
 
     async deleteAsset(req) {
       const id = requireUuid("id", req.id);
-      await change(async (em) => {
-        const found = await load(em, id);
-        event(em, subjects.assetDeleted, AssetDeletedSchema, found);
-        em.remove(found);
+      await deps.uow.run(async (tx) => {
+        const found = await load(tx.em, id);
+        tx.record(AssetDeletedSchema, { asset: toAsset(found) });
+        tx.em.remove(found);
       });
       return { id, deleted: true };
     },

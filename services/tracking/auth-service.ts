@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { AuthService } from "../../gen/tracking/v1/auth_pb.js";
 import { currentCaller, rejectedCredentialError } from "../runtime/auth/index.js";
 
-export function authService(): Partial<ServiceImpl<typeof AuthService>> {
+export function authService(): ServiceImpl<typeof AuthService> {
   return {
     getMe() {
       const { identity, rejectedCredential } = currentCaller();

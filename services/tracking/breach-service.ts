@@ -4,8 +4,6 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { GeofenceBreachService } from "../../gen/tracking/v1/breach_pb.js";
 import { GeofenceBreachAcknowledgedSchema } from "../../gen/tracking/v1/events_pb.js";
 import { alertHandlers } from "./alert-handlers.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toBreach } from "./mappers/to-message.js";
 import { BreachEntity } from "./store/alert-entities.js";
 import type { TrackingDeps } from "./deps.js";
@@ -47,8 +45,8 @@ export function breachService(deps: TrackingDeps): ServiceImpl<typeof GeofenceBr
       row.acknowledgedAt,
     ],
     toMessage: toBreach,
-    recordAcknowledged: (em, breach) => {
-      recordTrackingEvent(em, subjects.breachAcknowledged, GeofenceBreachAcknowledgedSchema, { breach });
+    recordAcknowledged: (tx, breach) => {
+      tx.record(GeofenceBreachAcknowledgedSchema, { breach });
     },
   });
   return {

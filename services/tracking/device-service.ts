@@ -10,27 +10,23 @@ import { DeviceSummarySchema, type DeviceInput, type DeviceService } from "../..
 import { DeviceCreatedSchema, DeviceDeletedSchema, DeviceUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
 import { alreadyExists, invalidArgument, notFound, requireUuid } from "../runtime/errors/index.js";
 import { checkDeviceInput, deviceFieldPath, type DeviceFields } from "./domain/device-rules.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toAsset, toDevice, toObservation } from "./mappers/to-message.js";
 import { AssetEntity } from "./store/asset-entity.js";
 import { DeviceEntity, type DeviceRow } from "./store/device-entity.js";
 import { IntegrationFeedEntity } from "./store/integration-feed-entity.js";
 import { ObservationEntity } from "./store/observation-entity.js";
+import { deviceCounts } from "./store/summary-queries.js";
+import type { Transaction } from "../runtime/outbox/index.js";
 import type { TrackingDeps } from "./deps.js";
-
-type DeviceEventSchema = typeof DeviceCreatedSchema | typeof DeviceUpdatedSchema | typeof DeviceDeletedSchema;
 
 /** The partial unique index that makes identifiers unique even between racing requests. */
 const identifierIndex = "tracking_device_identifier_uq";
 
 export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceService> {
-  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
-  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+  /** A unit of work whose lost race for an identifier answers 409 like the checked case. */
+  async function change<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     try {
-      const result = await deps.db.em().transactional(work);
-      deps.outbox.notify();
-      return result;
+      return await deps.uow.run(work);
     } catch (err) {
       // Two requests can both pass the duplicate check; the index lets only one commit.
       if (err instanceof UniqueConstraintViolationException && err.message.includes(identifierIndex)) {
@@ -39,9 +35,6 @@ export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceServ
       throw err;
     }
   }
-
-  const event = (em: EntityManager, subject: string, schema: DeviceEventSchema, row: DeviceRow) =>
-    recordTrackingEvent(em, subject, schema, { device: toDevice(row) });
 
   return {
     async listDevices() {
@@ -60,10 +53,10 @@ export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceServ
       const fields = checkedFields(req.device);
       const now = new Date();
       const row: DeviceRow = { id: randomUUID(), ...fields, lastSeenAt: null, isSeeded: false, createdAt: now, updatedAt: now };
-      await change(async (em) => {
-        await checkReferences(em, fields, null);
-        em.create(DeviceEntity, row);
-        event(em, subjects.deviceCreated, DeviceCreatedSchema, row);
+      await change(async (tx) => {
+        await checkReferences(tx.em, fields, null);
+        tx.em.create(DeviceEntity, row);
+        tx.record(DeviceCreatedSchema, { device: toDevice(row) });
       });
       return toDevice(row);
     },
@@ -71,11 +64,11 @@ export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceServ
     async updateDevice(req) {
       const id = requireUuid("id", req.id);
       const fields = checkedFields(req.device);
-      const row = await change(async (em) => {
-        const found = await load(em, id);
-        await checkReferences(em, fields, id);
-        em.assign(found, { ...fields, updatedAt: new Date() });
-        event(em, subjects.deviceUpdated, DeviceUpdatedSchema, found);
+      const row = await change(async (tx) => {
+        const found = await load(tx.em, id);
+        await checkReferences(tx.em, fields, id);
+        tx.em.assign(found, { ...fields, updatedAt: new Date() });
+        tx.record(DeviceUpdatedSchema, { device: toDevice(found) });
         return found;
       });
       return toDevice(row);
@@ -83,12 +76,12 @@ export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceServ
 
     async deleteDevice(req) {
       const id = requireUuid("id", req.id);
-      await change(async (em) => {
-        const found = await load(em, id);
+      await change(async (tx) => {
+        const found = await load(tx.em, id);
         // The event carries the device as it was; its observations, breaches, speed alerts and
         // geofence state go with it through the foreign keys' ON DELETE CASCADE.
-        event(em, subjects.deviceDeleted, DeviceDeletedSchema, found);
-        em.remove(found);
+        tx.record(DeviceDeletedSchema, { device: toDevice(found) });
+        tx.em.remove(found);
       });
       return { id, deleted: true };
     },
@@ -99,21 +92,14 @@ export function deviceService(deps: TrackingDeps): ServiceImpl<typeof DeviceServ
       const device = await load(em, id);
       const asset = device.assetId ? await em.findOne(AssetEntity, { id: device.assetId }) : null;
       const last = await em.findOne(ObservationEntity, { deviceId: id }, { orderBy: { observedAt: "desc", id: "desc" } });
-      const [counts] = await em.execute<{ observations: string; breaches: string; speed_alerts: string }[]>(
-        `select
-           (select count(*) from "tracking_observation" where "device_id" = ?) as "observations",
-           (select count(*) from "tracking_geofence_breach" where "device_id" = ? and not "acknowledged") as "breaches",
-           (select count(*) from "tracking_speed_alert" where "device_id" = ? and not "acknowledged") as "speed_alerts"`,
-        [id, id, id],
-      );
+      const counts = await deviceCounts(em, id);
       return create(DeviceSummarySchema, {
         device: toDevice(device),
         asset: asset ? toAsset(asset) : undefined,
         lastPosition: last ? toObservation(last) : undefined,
-        // count(*) is a bigint, which pg hands back as a string.
-        observationCount: Number(counts!.observations),
-        openBreachCount: Number(counts!.breaches),
-        openSpeedAlertCount: Number(counts!.speed_alerts),
+        observationCount: counts.observations,
+        openBreachCount: counts.openBreaches,
+        openSpeedAlertCount: counts.openSpeedAlerts,
       });
     },
   };

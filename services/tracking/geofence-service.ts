@@ -8,19 +8,10 @@ import type { GeofenceInput, GeofenceService } from "../../gen/tracking/v1/geofe
 import { invalidArgument, notFound, requireUuid, unprocessable } from "../runtime/errors/index.js";
 import type { TrackingDeps } from "./deps.js";
 import { checkGeofenceInput } from "./domain/geofence-rule.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toGeofence } from "./mappers/to-message.js";
 import { GeofenceEntity, GeofenceStateEntity, type GeofenceRow } from "./store/geofence-entity.js";
 
 export function geofenceService(deps: TrackingDeps): ServiceImpl<typeof GeofenceService> {
-  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
-  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    const result = await deps.db.em().transactional(work);
-    deps.outbox.notify();
-    return result;
-  }
-
   return {
     async listGeofences() {
       const rows = await deps.db.em().find(GeofenceEntity, {}, { orderBy: { createdAt: "desc", id: "desc" } });
@@ -31,9 +22,9 @@ export function geofenceService(deps: TrackingDeps): ServiceImpl<typeof Geofence
       const fields = checkedFields(req.geofence);
       const now = new Date();
       const row: GeofenceRow = { id: randomUUID(), ...fields, isSeeded: false, createdAt: now, updatedAt: now };
-      await change(async (em) => {
-        em.create(GeofenceEntity, row);
-        recordTrackingEvent(em, subjects.geofenceCreated, GeofenceCreatedSchema, { geofence: toGeofence(row) });
+      await deps.uow.run(async (tx) => {
+        tx.em.create(GeofenceEntity, row);
+        tx.record(GeofenceCreatedSchema, { geofence: toGeofence(row) });
       });
       deps.engine.applyGeofence(row);
       return toGeofence(row);
@@ -42,15 +33,15 @@ export function geofenceService(deps: TrackingDeps): ServiceImpl<typeof Geofence
     async updateGeofence(req) {
       const id = requireUuid("id", req.id);
       const fields = checkedFields(req.geofence);
-      const row = await change(async (em) => {
-        const found = await load(em, id);
+      const row = await deps.uow.run(async (tx) => {
+        const found = await load(tx.em, id);
         if (found.isActive && !fields.isActive) {
           // Deactivated fences are not evaluated; forgetting who was inside means a reactivated
           // fence starts clean instead of raising Exits for devices that left while it was off.
-          await em.nativeDelete(GeofenceStateEntity, { geofenceId: id });
+          await tx.em.nativeDelete(GeofenceStateEntity, { geofenceId: id });
         }
-        em.assign(found, { ...fields, updatedAt: new Date() });
-        recordTrackingEvent(em, subjects.geofenceUpdated, GeofenceUpdatedSchema, { geofence: toGeofence(found) });
+        tx.em.assign(found, { ...fields, updatedAt: new Date() });
+        tx.record(GeofenceUpdatedSchema, { geofence: toGeofence(found) });
         return found;
       });
       deps.engine.applyGeofence(row);
@@ -59,11 +50,11 @@ export function geofenceService(deps: TrackingDeps): ServiceImpl<typeof Geofence
 
     async deleteGeofence(req) {
       const id = requireUuid("id", req.id);
-      await change(async (em) => {
-        const found = await load(em, id);
-        recordTrackingEvent(em, subjects.geofenceDeleted, GeofenceDeletedSchema, { geofence: toGeofence(found) });
+      await deps.uow.run(async (tx) => {
+        const found = await load(tx.em, id);
+        tx.record(GeofenceDeletedSchema, { geofence: toGeofence(found) });
         // Its states go with it (foreign key cascade); its breaches stay, as history.
-        em.remove(found);
+        tx.em.remove(found);
       });
       deps.engine.removeGeofence(id);
       return { id, deleted: true };

@@ -8,12 +8,14 @@ import { SpeedAlertService } from "../../gen/tracking/v1/speed_alert_pb.js";
 import { SystemService } from "../../gen/tracking/v1/system_pb.js";
 import { ErrorStyle, JsonNaming } from "../../gen/meshwork/api/v1/options_pb.js";
 import { createApiKeyStore } from "../runtime/auth/index.js";
+import { defineService } from "../runtime/host/index.js";
 import { defineModule } from "../runtime/module/index.js";
 import { trackingRoles, trackingSettings } from "./settings.js";
 import { assetService } from "./asset-service.js";
 import { breachService } from "./breach-service.js";
 import { deviceService } from "./device-service.js";
-import { createTrackingEngine } from "./engine/index.js";
+import { createTrackingEngine } from "./ingest/index.js";
+import { createUnitOfWork } from "../runtime/outbox/index.js";
 import { trackingStream } from "./events/subjects.js";
 import { geofenceService } from "./geofence-service.js";
 import { observationService } from "./observation-service.js";
@@ -96,8 +98,9 @@ export const trackingModule = defineModule({
   async start(deps) {
     // Checks the webhook settings before anything starts: a bad endpoint is a start-up error.
     const webhooks = createTrackingWebhooks(deps);
-    const engine = await createTrackingEngine(deps);
-    const tracking = { ...deps, engine };
+    const uow = createUnitOfWork(deps);
+    const engine = await createTrackingEngine({ ...deps, uow });
+    const tracking = { ...deps, engine, uow };
     try {
       await webhooks.start();
     } catch (err) {
@@ -107,17 +110,17 @@ export const trackingModule = defineModule({
     const eventStream = createEventStream(tracking);
     return {
       services: [
-        { service: SystemService, impl: systemService(tracking) },
-        { service: AssetService, impl: assetService(tracking) },
-        { service: DeviceService, impl: deviceService(tracking) },
-        { service: ObservationService, impl: observationService(tracking) },
-        { service: GeofenceService, impl: geofenceService(tracking) },
-        { service: GeofenceBreachService, impl: breachService(tracking) },
-        { service: SpeedAlertService, impl: speedAlertService(tracking) },
-        { service: AuthService, impl: authService() },
-        { service: IntegrationService, impl: integrationService(tracking) },
+        defineService(SystemService, systemService(tracking)),
+        defineService(AssetService, assetService(tracking)),
+        defineService(DeviceService, deviceService(tracking)),
+        defineService(ObservationService, observationService(tracking)),
+        defineService(GeofenceService, geofenceService(tracking)),
+        defineService(GeofenceBreachService, breachService(tracking)),
+        defineService(SpeedAlertService, speedAlertService(tracking)),
+        defineService(AuthService, authService()),
+        defineService(IntegrationService, integrationService(tracking)),
         { service: WebhookService, impl: webhookService({ ...tracking, webhooks }) },
-        { service: EventStreamService, impl: eventStream.impl },
+        defineService(EventStreamService, eventStream.impl),
       ],
       // Stopped in reverse: the stream first, the engine last.
       workers: [

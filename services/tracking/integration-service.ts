@@ -16,6 +16,7 @@ import {
 } from "../../gen/tracking/v1/events_pb.js";
 import type { FeedObservationInput, IntegrationService } from "../../gen/tracking/v1/integration_pb.js";
 import { invalidArgument, notFound, requireUuid, unprocessable } from "../runtime/errors/index.js";
+import type { Transaction } from "../runtime/outbox/index.js";
 import type { TrackingDeps } from "./deps.js";
 import {
   checkFeedInput,
@@ -30,41 +31,27 @@ import {
 import { integrationProviders } from "./domain/integration-providers.js";
 import { checkObservation } from "./domain/observation-rules.js";
 import type { ObservationInputLike } from "./domain/observation-types.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toIntegrationFeed } from "./mappers/to-integration-feed.js";
 import { toDevice, toObservation } from "./mappers/to-message.js";
 import { AssetEntity } from "./store/asset-entity.js";
 import { DeviceEntity, type DeviceRow } from "./store/device-entity.js";
 import { IntegrationFeedEntity, type IntegrationFeedRow } from "./store/integration-feed-entity.js";
 
-type FeedEventSchema = typeof IntegrationFeedCreatedSchema | typeof IntegrationFeedUpdatedSchema | typeof IntegrationFeedDeletedSchema;
-
 export function integrationService(deps: TrackingDeps): ServiceImpl<typeof IntegrationService> {
-  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
-  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    const result = await deps.db.em().transactional(work);
-    deps.outbox.notify();
-    return result;
-  }
-
   /**
    * A change that writes a feed's configuration. The driver's exceptions quote the statement with
    * its parameters, configuration included, and the error interceptor logs what it is given: such
    * a failure is replaced by one that names only its kind and SQL state.
    */
-  async function feedChange<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+  async function feedChange<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     try {
-      return await change(work);
+      return await deps.uow.run(work);
     } catch (err) {
       if (err instanceof ConnectError) throw err;
       const e = err as { name?: unknown; code?: unknown } | null;
       throw new Error(`integration feed write failed (${String(e?.name ?? "error")}${e?.code ? `, SQL state ${String(e.code)}` : ""})`);
     }
   }
-
-  const feedEvent = (em: EntityManager, subject: string, schema: FeedEventSchema, row: IntegrationFeedRow) =>
-    recordTrackingEvent(em, subject, schema, { integrationFeed: toIntegrationFeed(row) });
 
   /** The feed's device for this tracker, created when the feed allows it; see the contract. */
   async function deviceFor(
@@ -101,12 +88,12 @@ export function integrationService(deps: TrackingDeps): ServiceImpl<typeof Integ
       updatedAt: now,
     };
     try {
-      await change(async (em) => {
-        if (device.assetId && !(await em.count(AssetEntity, { id: device.assetId }))) {
+      await deps.uow.run(async (tx) => {
+        if (device.assetId && !(await tx.em.count(AssetEntity, { id: device.assetId }))) {
           throw missingAsset(device.assetId);
         }
-        em.create(DeviceEntity, device);
-        recordTrackingEvent(em, subjects.deviceCreated, DeviceCreatedSchema, { device: toDevice(device) });
+        tx.em.create(DeviceEntity, device);
+        tx.record(DeviceCreatedSchema, { device: toDevice(device) });
       });
       return { device, created: true };
     } catch (err) {
@@ -146,9 +133,9 @@ export function integrationService(deps: TrackingDeps): ServiceImpl<typeof Integ
         createdAt: now,
         updatedAt: now,
       };
-      await feedChange(async (em) => {
-        em.create(IntegrationFeedEntity, row);
-        feedEvent(em, subjects.integrationFeedCreated, IntegrationFeedCreatedSchema, row);
+      await feedChange(async (tx) => {
+        tx.em.create(IntegrationFeedEntity, row);
+        tx.record(IntegrationFeedCreatedSchema, { integrationFeed: toIntegrationFeed(row) });
       });
       return toIntegrationFeed(row);
     },
@@ -156,13 +143,13 @@ export function integrationService(deps: TrackingDeps): ServiceImpl<typeof Integ
     async updateFeed(req) {
       const id = requireUuid("id", req.id);
       const { fields } = checkedFeed(req.feed, false);
-      const row = await feedChange(async (em) => {
-        const found = await loadFeed(em, id);
+      const row = await feedChange(async (tx) => {
+        const found = await loadFeed(tx.em, id);
         // Masks sent back stand for what is stored now, read in this transaction.
         const configuration = configurationToStore(fields.configuration, found.configurationJson);
         if (configuration.malformed.length) throw invalidArgument(configuration.malformed);
-        em.assign(found, { ...storedFields(fields), configurationJson: configuration.text, updatedAt: new Date() });
-        feedEvent(em, subjects.integrationFeedUpdated, IntegrationFeedUpdatedSchema, found);
+        tx.em.assign(found, { ...storedFields(fields), configurationJson: configuration.text, updatedAt: new Date() });
+        tx.record(IntegrationFeedUpdatedSchema, { integrationFeed: toIntegrationFeed(found) });
         return found;
       });
       return toIntegrationFeed(row);
@@ -170,18 +157,18 @@ export function integrationService(deps: TrackingDeps): ServiceImpl<typeof Integ
 
     async deleteFeed(req) {
       const id = requireUuid("id", req.id);
-      const unlinked = await change(async (em) => {
-        const found = await loadFeed(em, id);
+      const unlinked = await deps.uow.run(async (tx) => {
+        const found = await loadFeed(tx.em, id);
         // The foreign key would null the links by itself (ON DELETE SET NULL); doing it here as
         // well gives every unlinked device its device.updated event and a new updatedAt.
-        const devices = await em.find(DeviceEntity, { integrationFeedId: id });
+        const devices = await tx.em.find(DeviceEntity, { integrationFeedId: id });
         const now = new Date();
         for (const device of devices) {
-          em.assign(device, { integrationFeedId: null, updatedAt: now });
-          recordTrackingEvent(em, subjects.deviceUpdated, DeviceUpdatedSchema, { device: toDevice(device) });
+          tx.em.assign(device, { integrationFeedId: null, updatedAt: now });
+          tx.record(DeviceUpdatedSchema, { device: toDevice(device) });
         }
-        feedEvent(em, subjects.integrationFeedDeleted, IntegrationFeedDeletedSchema, found);
-        em.remove(found);
+        tx.record(IntegrationFeedDeletedSchema, { integrationFeed: toIntegrationFeed(found) });
+        tx.em.remove(found);
         return devices.length;
       });
       return { id, deleted: true, unlinkedDevices: unlinked };

@@ -8,13 +8,22 @@ import { invalidArgument, notFound, requireUuid } from "../runtime/errors/index.
 import { resolvePage } from "../runtime/validation/index.js";
 import type { TrackingDeps } from "./deps.js";
 import type { ObservationSource } from "./domain/observation-types.js";
-import type { BatchRecordResult } from "./engine/types.js";
-import { chunkSize } from "./engine/recorder.js";
-import { queryOn, toDate } from "./engine/sql.js";
+import type { BatchRecordResult } from "./ingest/types.js";
+import { chunkSize } from "./ingest/recorder.js";
 import { toObservation } from "./mappers/to-message.js";
 import { ObservationEntity } from "./store/observation-entity.js";
+import { latestPositions } from "./store/observation-queries.js";
 
-export function observationCore(deps: TrackingDeps): Partial<ServiceImpl<typeof ObservationService>> {
+type CoreRpcs =
+  | "listObservations"
+  | "createObservation"
+  | "ingestObservation"
+  | "getLatestObservation"
+  | "listLatestPositions"
+  | "batchIngestObservations"
+  | "streamIngestObservations";
+
+export function observationCore(deps: TrackingDeps): Pick<ServiceImpl<typeof ObservationService>, CoreRpcs> {
   async function record(input: ObservationInput | undefined, source: ObservationSource, resolveIdentifier: boolean) {
     if (!input) throw invalidArgument([{ field: "observation", description: "is required" }], "request body is required");
     const { observation } = await deps.engine.record(input, { source, resolveIdentifier });
@@ -42,35 +51,20 @@ export function observationCore(deps: TrackingDeps): Partial<ServiceImpl<typeof 
     },
 
     async listLatestPositions() {
-      // One index probe per device (the unique (device_id, observed_at desc) index), rather than
-      // sorting every observation to find each device's newest.
-      const rows = await queryOn(deps.db.em())<LatestRow>(
-        `select d.id as device_id, d.identifier, d.label, d.asset_id, a.name as asset_name,
-                o.id as observation_id, o.observed_at, o.latitude, o.longitude, o.speed_kmh, o.heading_degrees
-           from tracking_device d
-           left join tracking_asset a on a.id = d.asset_id
-           join lateral (
-             select id, observed_at, latitude, longitude, speed_kmh, heading_degrees
-               from tracking_observation
-              where device_id = d.id
-              order by observed_at desc
-              limit 1
-           ) o on true
-          order by o.observed_at desc, d.id desc`,
-      );
+      const rows = await latestPositions(deps.db.em());
       return {
         items: rows.map((r) => ({
-          deviceId: r.device_id,
+          deviceId: r.deviceId,
           deviceIdentifier: r.identifier ?? undefined,
           deviceLabel: r.label ?? undefined,
-          assetId: r.asset_id ?? undefined,
-          assetName: r.asset_name ?? undefined,
-          observationId: r.observation_id,
-          observedAt: timestampFromDate(toDate(r.observed_at)),
+          assetId: r.assetId ?? undefined,
+          assetName: r.assetName ?? undefined,
+          observationId: r.observationId,
+          observedAt: timestampFromDate(r.observedAt),
           latitude: r.latitude,
           longitude: r.longitude,
-          speedKmh: r.speed_kmh ?? undefined,
-          headingDegrees: r.heading_degrees ?? undefined,
+          speedKmh: r.speedKmh ?? undefined,
+          headingDegrees: r.headingDegrees ?? undefined,
         })),
       };
     },
@@ -103,20 +97,6 @@ export function observationCore(deps: TrackingDeps): Partial<ServiceImpl<typeof 
       return toResponse(total);
     },
   };
-}
-
-interface LatestRow {
-  device_id: string;
-  identifier: string | null;
-  label: string | null;
-  asset_id: string | null;
-  asset_name: string | null;
-  observation_id: string;
-  observed_at: unknown;
-  latitude: number;
-  longitude: number;
-  speed_kmh: number | null;
-  heading_degrees: number | null;
 }
 
 function toResponse(result: BatchRecordResult): MessageInitShape<typeof BatchIngestObservationsResponseSchema> {

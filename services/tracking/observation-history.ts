@@ -12,7 +12,7 @@ import { writeObservationFile } from "./exports/observation-export.js";
 import { toObservation } from "./mappers/to-message.js";
 import type { TrackingDeps } from "./deps.js";
 
-export function observationHistory(deps: TrackingDeps): Partial<ServiceImpl<typeof ObservationService>> {
+export function observationHistory(deps: TrackingDeps): Pick<ServiceImpl<typeof ObservationService>, "getObservationHistory"> {
   return {
     async getObservationHistory(req, ctx) {
       const { filter, format, violations } = checkHistoryRequest({

@@ -5,7 +5,6 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { UniqueConstraintViolationException } from "@mikro-orm/core";
-import type { EntityManager } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
 import { AssetCreatedSchema, DeviceCreatedSchema, GeofenceCreatedSchema, GeofenceUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
 import { ObservationInputSchema, type ObservationService } from "../../gen/tracking/v1/observation_pb.js";
@@ -18,12 +17,11 @@ import {
   type SimulatedFence,
   type SimulationPreset,
 } from "./domain/simulation-presets.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toAsset, toDevice, toGeofence } from "./mappers/to-message.js";
 import { AssetEntity, type AssetRow } from "./store/asset-entity.js";
 import { DeviceEntity, type DeviceRow } from "./store/device-entity.js";
 import { GeofenceEntity, type GeofenceRow } from "./store/geofence-entity.js";
+import { newestObservedAt } from "./store/observation-queries.js";
 import type { TrackingDeps } from "./deps.js";
 
 /** Same bound the Device body has for identifiers. */
@@ -34,7 +32,7 @@ const maxIdentifierLength = 200;
  */
 const simulatedAssetThresholdKmh = 120;
 
-export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<typeof ObservationService>> {
+export function observationSimulation(deps: TrackingDeps): Pick<ServiceImpl<typeof ObservationService>, "simulateObservations"> {
   /**
    * Runs take turns. Two GeofenceEntryExit runs at once would put two identical fences on the map
    * and each device would cross both (4 breaches instead of the reference's 2); two runs on one
@@ -46,13 +44,6 @@ export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<t
     const next = previousRun.then(work, work);
     previousRun = next.catch(() => undefined);
     return next;
-  }
-
-  /** Runs a change and its events in one transaction, then wakes the outbox relay. */
-  async function change<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    const result = await deps.db.em().transactional(work);
-    deps.outbox.notify();
-    return result;
   }
 
   /** The device named by `identifier`, created (with an asset of its own) when missing. */
@@ -89,13 +80,13 @@ export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<t
       updatedAt: now,
     };
     try {
-      await change(async (em) => {
-        em.create(AssetEntity, asset);
+      await deps.uow.run(async (tx) => {
+        tx.em.create(AssetEntity, asset);
         // No declared relation orders the inserts: the asset must exist for the device's foreign key.
-        await em.flush();
-        em.create(DeviceEntity, device);
-        recordTrackingEvent(em, subjects.assetCreated, AssetCreatedSchema, { asset: toAsset(asset) });
-        recordTrackingEvent(em, subjects.deviceCreated, DeviceCreatedSchema, { device: toDevice(device) });
+        await tx.em.flush();
+        tx.em.create(DeviceEntity, device);
+        tx.record(AssetCreatedSchema, { asset: toAsset(asset) });
+        tx.record(DeviceCreatedSchema, { device: toDevice(device) });
       });
     } catch (err) {
       // A concurrent run created the same identifier first: use its device.
@@ -110,15 +101,9 @@ export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<t
     return device;
   }
 
-  /** observedAt of the device's newest observation, from the (device_id, observed_at desc) index. */
-  async function newestObservedAt(device: DeviceRow): Promise<Date | null> {
-    const rows = await deps.db
-      .em()
-      .execute<{ newest: Date | string | null }[]>(
-        `select max("observed_at") as "newest" from "tracking_observation" where "device_id" = ?`,
-        [device.id],
-      );
-    const stored = rows[0]?.newest ? new Date(rows[0].newest) : null;
+  /** The newest time the device was seen at, stored or remembered on the device. */
+  async function newestSeen(device: DeviceRow): Promise<Date | null> {
+    const stored = await newestObservedAt(deps.db.em(), device.id);
     const seen = device.lastSeenAt;
     if (!stored) return seen;
     return seen && seen > stored ? seen : stored;
@@ -127,9 +112,9 @@ export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<t
   async function createFence(spec: SimulatedFence): Promise<GeofenceRow> {
     const now = new Date();
     const row: GeofenceRow = { id: randomUUID(), ...spec, isActive: true, isSeeded: false, createdAt: now, updatedAt: now };
-    await change(async (em) => {
-      em.create(GeofenceEntity, row);
-      recordTrackingEvent(em, subjects.geofenceCreated, GeofenceCreatedSchema, { geofence: toGeofence(row) });
+    await deps.uow.run(async (tx) => {
+      tx.em.create(GeofenceEntity, row);
+      tx.record(GeofenceCreatedSchema, { geofence: toGeofence(row) });
     });
     deps.engine.applyGeofence(row);
     return row;
@@ -137,11 +122,11 @@ export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<t
 
   /** Turns the run's fence off; a fence someone deleted meanwhile is left alone. */
   async function deactivateFence(id: string): Promise<GeofenceRow | null> {
-    const row = await change(async (em) => {
-      const found = await em.findOne(GeofenceEntity, { id });
+    const row = await deps.uow.run(async (tx) => {
+      const found = await tx.em.findOne(GeofenceEntity, { id });
       if (!found) return null;
-      em.assign(found, { isActive: false, updatedAt: new Date() });
-      recordTrackingEvent(em, subjects.geofenceUpdated, GeofenceUpdatedSchema, { geofence: toGeofence(found) });
+      tx.em.assign(found, { isActive: false, updatedAt: new Date() });
+      tx.record(GeofenceUpdatedSchema, { geofence: toGeofence(found) });
       return found;
     });
     if (row) deps.engine.applyGeofence(row);
@@ -149,7 +134,7 @@ export function observationSimulation(deps: TrackingDeps): Partial<ServiceImpl<t
   }
 
   async function run(preset: SimulationPreset, device: DeviceRow, log: string[]) {
-    const timing = planRunTiming(new Date(), await newestObservedAt(device), preset.points.length);
+    const timing = planRunTiming(new Date(), await newestSeen(device), preset.points.length);
     if (!timing.inOrder) {
       log.push("The device has newer observations than this run: its points are stored but move no geofence state");
     }

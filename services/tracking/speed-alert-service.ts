@@ -4,8 +4,6 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { SpeedAlertAcknowledgedSchema } from "../../gen/tracking/v1/events_pb.js";
 import type { SpeedAlertService } from "../../gen/tracking/v1/speed_alert_pb.js";
 import { alertHandlers } from "./alert-handlers.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toSpeedAlert } from "./mappers/to-message.js";
 import { SpeedAlertEntity } from "./store/alert-entities.js";
 import type { TrackingDeps } from "./deps.js";
@@ -45,8 +43,8 @@ export function speedAlertService(deps: TrackingDeps): ServiceImpl<typeof SpeedA
       row.acknowledgedAt,
     ],
     toMessage: toSpeedAlert,
-    recordAcknowledged: (em, speedAlert) => {
-      recordTrackingEvent(em, subjects.speedAlertAcknowledged, SpeedAlertAcknowledgedSchema, { speedAlert });
+    recordAcknowledged: (tx, speedAlert) => {
+      tx.record(SpeedAlertAcknowledgedSchema, { speedAlert });
     },
   });
   return {

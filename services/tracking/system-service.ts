@@ -2,7 +2,6 @@
 // summary and demo seeding. The demo records and the seeding decision live in domain/seed-data.
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager } from "@mikro-orm/postgresql";
 import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import {
@@ -16,12 +15,13 @@ import {
 } from "../../gen/tracking/v1/events_pb.js";
 import { HealthReportSchema, type SystemService } from "../../gen/tracking/v1/system_pb.js";
 import { planSeed, seedAssets, seedDevices, seedGeofences } from "./domain/seed-data.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { toAsset, toDevice, toGeofence } from "./mappers/to-message.js";
 import { AssetEntity, type AssetRow } from "./store/asset-entity.js";
 import { DeviceEntity, type DeviceRow } from "./store/device-entity.js";
 import { GeofenceEntity, type GeofenceRow } from "./store/geofence-entity.js";
+import { countSeeded, lockSeeding } from "./store/seed-queries.js";
+import { alertCounts } from "./store/summary-queries.js";
+import type { Transaction } from "../runtime/outbox/index.js";
 import type { TrackingDeps } from "./deps.js";
 
 const serviceName = "meshwork-tracking";
@@ -47,12 +47,6 @@ const links = {
   me: "/api/auth/me",
 };
 
-/**
- * Serialises seeding across every instance sharing the database: a transaction-scoped advisory
- * lock, released by commit or rollback. The number is arbitrary but fixed: "MWSEED" in ASCII.
- */
-const seedLockKey = 0x4d5753454544;
-
 interface SeedOutcome {
   alreadySeeded: boolean;
   resetPerformed: boolean;
@@ -63,7 +57,7 @@ interface SeedOutcome {
   createdFences: GeofenceRow[];
 }
 
-export function systemService(deps: TrackingDeps): Partial<ServiceImpl<typeof SystemService>> {
+export function systemService(deps: TrackingDeps): ServiceImpl<typeof SystemService> {
   const check = (ok: boolean, detail: string | undefined) => ({ status: ok ? "Healthy" : "Unhealthy", detail });
 
   return {
@@ -119,34 +113,20 @@ export function systemService(deps: TrackingDeps): Partial<ServiceImpl<typeof Sy
     },
 
     async getAlertsSummary() {
-      // One statement, one row per table; the partial "open" indexes serve the unacknowledged counts.
-      const counts = (table: string, kind: string) => `select '${kind}' as "kind",
-          count(*) filter (where not "acknowledged") as "open",
-          count(*) as "total",
-          count(*) filter (where "occurred_at" >= now() - interval '24 hours') as "last24h"
-        from "${table}"`;
-      const rows = await deps.db
-        .em()
-        .execute<{ kind: string; open: string | number; total: string | number; last24h: string | number }[]>(
-          `${counts("tracking_geofence_breach", "breach")} union all ${counts("tracking_speed_alert", "speed")}`,
-        );
-      const of = (kind: string) => rows.find((r) => r.kind === kind) ?? { open: 0, total: 0, last24h: 0 };
-      const breach = of("breach");
-      const speed = of("speed");
+      const { breaches, speedAlerts } = await alertCounts(deps.db.em());
       return {
-        openBreaches: Number(breach.open),
-        totalBreaches: Number(breach.total),
-        openSpeedAlerts: Number(speed.open),
-        totalSpeedAlerts: Number(speed.total),
-        breachesLast24h: Number(breach.last24h),
-        speedAlertsLast24h: Number(speed.last24h),
+        openBreaches: breaches.open,
+        totalBreaches: breaches.total,
+        openSpeedAlerts: speedAlerts.open,
+        totalSpeedAlerts: speedAlerts.total,
+        breachesLast24h: breaches.last24h,
+        speedAlertsLast24h: speedAlerts.last24h,
       };
     },
 
     async seedDemoData(req) {
       // `reset` is REQUIRED in the contract; the interceptor has refused a request without it.
-      const outcome = await deps.db.em().transactional((em) => seed(em, req.reset === true));
-      deps.outbox.notify();
+      const outcome = await deps.uow.run((tx) => seed(tx, req.reset === true));
       // Only after commit: the index must never hold a fence another reader cannot see.
       for (const id of outcome.removedFenceIds) deps.engine.removeGeofence(id);
       for (const row of outcome.createdFences) deps.engine.applyGeofence(row);
@@ -156,15 +136,11 @@ export function systemService(deps: TrackingDeps): Partial<ServiceImpl<typeof Sy
   };
 }
 
-/** The whole seed in the caller's transaction; `em` is the transaction's, nothing else is used. */
-async function seed(em: EntityManager, reset: boolean): Promise<SeedOutcome> {
-  await em.execute(`select pg_advisory_xact_lock(${seedLockKey})`);
-  const [{ seeded }] = await em.execute<{ seeded: string | number }[]>(
-    `select (select count(*) from "tracking_asset" where "is_seeded")
-          + (select count(*) from "tracking_device" where "is_seeded")
-          + (select count(*) from "tracking_geofence" where "is_seeded") as "seeded"`,
-  );
-  const plan = planSeed({ seededRows: Number(seeded), reset });
+/** The whole seed in the caller's transaction; `tx` is the transaction's, nothing else is used. */
+async function seed(tx: Transaction, reset: boolean): Promise<SeedOutcome> {
+  const { em } = tx;
+  await lockSeeding(em);
+  const plan = planSeed({ seededRows: await countSeeded(em), reset });
   const outcome: SeedOutcome = {
     alreadySeeded: plan.alreadySeeded,
     resetPerformed: plan.resetPerformed,
@@ -174,7 +150,7 @@ async function seed(em: EntityManager, reset: boolean): Promise<SeedOutcome> {
     removedFenceIds: [],
     createdFences: [],
   };
-  if (plan.wipe) outcome.removedFenceIds = await wipeSeeded(em);
+  if (plan.wipe) outcome.removedFenceIds = await wipeSeeded(tx);
   if (!plan.create) return outcome;
 
   const now = new Date();
@@ -183,7 +159,7 @@ async function seed(em: EntityManager, reset: boolean): Promise<SeedOutcome> {
     const { key, ...fields } = spec;
     const row: AssetRow = { id: randomUUID(), ...fields, isSeeded: true, createdAt: now, updatedAt: now };
     em.create(AssetEntity, row);
-    recordTrackingEvent(em, subjects.assetCreated, AssetCreatedSchema, { asset: toAsset(row) });
+    tx.record(AssetCreatedSchema, { asset: toAsset(row) });
     assetIds.set(key, row.id);
     outcome.assetsCreated++;
   }
@@ -213,14 +189,14 @@ async function seed(em: EntityManager, reset: boolean): Promise<SeedOutcome> {
       updatedAt: now,
     };
     em.create(DeviceEntity, row);
-    recordTrackingEvent(em, subjects.deviceCreated, DeviceCreatedSchema, { device: toDevice(row) });
+    tx.record(DeviceCreatedSchema, { device: toDevice(row) });
     outcome.devicesCreated++;
   }
 
   for (const spec of seedGeofences) {
     const row: GeofenceRow = { id: randomUUID(), ...spec, isActive: true, isSeeded: true, createdAt: now, updatedAt: now };
     em.create(GeofenceEntity, row);
-    recordTrackingEvent(em, subjects.geofenceCreated, GeofenceCreatedSchema, { geofence: toGeofence(row) });
+    tx.record(GeofenceCreatedSchema, { geofence: toGeofence(row) });
     outcome.createdFences.push(row);
     outcome.geofencesCreated++;
   }
@@ -233,7 +209,8 @@ async function seed(em: EntityManager, reset: boolean): Promise<SeedOutcome> {
  * Observations, breaches, alerts and fence state of seeded devices go with them (on delete cascade).
  * Returns the ids of the removed fences.
  */
-async function wipeSeeded(em: EntityManager): Promise<string[]> {
+async function wipeSeeded(tx: Transaction): Promise<string[]> {
+  const { em } = tx;
   const assets = await em.find(AssetEntity, { isSeeded: true });
   const devices = await em.find(DeviceEntity, { isSeeded: true });
   const fences = await em.find(GeofenceEntity, { isSeeded: true });
@@ -242,19 +219,19 @@ async function wipeSeeded(em: EntityManager): Promise<string[]> {
     const now = new Date();
     for (const device of await em.find(DeviceEntity, { assetId: { $in: seededAssetIds }, isSeeded: false })) {
       em.assign(device, { assetId: null, updatedAt: now });
-      recordTrackingEvent(em, subjects.deviceUpdated, DeviceUpdatedSchema, { device: toDevice(device) });
+      tx.record(DeviceUpdatedSchema, { device: toDevice(device) });
     }
   }
   for (const row of fences) {
-    recordTrackingEvent(em, subjects.geofenceDeleted, GeofenceDeletedSchema, { geofence: toGeofence(row) });
+    tx.record(GeofenceDeletedSchema, { geofence: toGeofence(row) });
     em.remove(row);
   }
   for (const row of devices) {
-    recordTrackingEvent(em, subjects.deviceDeleted, DeviceDeletedSchema, { device: toDevice(row) });
+    tx.record(DeviceDeletedSchema, { device: toDevice(row) });
     em.remove(row);
   }
   for (const row of assets) {
-    recordTrackingEvent(em, subjects.assetDeleted, AssetDeletedSchema, { asset: toAsset(row) });
+    tx.record(AssetDeletedSchema, { asset: toAsset(row) });
     em.remove(row);
   }
   // Deletes reach the database before the new rows, so the demo identifiers are free again.

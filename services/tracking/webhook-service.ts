@@ -7,8 +7,6 @@ import { WebhookTestRequestedSchema } from "../../gen/tracking/v1/events_pb.js";
 import type { WebhookService } from "../../gen/tracking/v1/webhook_pb.js";
 import { invalidArgument, type FieldViolation } from "../runtime/errors/index.js";
 import { resolvePage, type PageRequest } from "../runtime/validation/index.js";
-import { recordTrackingEvent } from "./events/record-tracking-event.js";
-import { subjects } from "./events/subjects.js";
 import { isWebhookEventType, testSample, webhookEventTypes, type WebhookEventType, type Webhooks } from "./webhooks/index.js";
 import type { TrackingDeps } from "./deps.js";
 
@@ -89,10 +87,9 @@ export function webhookService(deps: WebhookServiceDeps): ServiceImpl<typeof Web
           message: `No configured webhook endpoint takes ${eventType} events; nothing was sent.`,
         };
       }
-      await deps.db.em().transactional(async (em) => {
-        recordTrackingEvent(em, subjects.webhookTestRequested, WebhookTestRequestedSchema, { eventType, sample: testSample(eventType) });
+      await deps.uow.run(async (tx) => {
+        tx.record(WebhookTestRequestedSchema, { eventType, sample: testSample(eventType) });
       });
-      deps.outbox.notify();
       return {
         fired: true,
         eventType,

@@ -18,7 +18,7 @@ import { openDatabase, type Database } from "../../services/runtime/database/ind
 import {
   buildRoutes,
   createDirectTransport,
-  defineService,
+  definePartialService,
   errorInterceptor,
   startServiceHost,
 } from "../../services/runtime/host/index.js";
@@ -108,7 +108,7 @@ async function serve(t: ExecutionContext, em: () => EntityManager): Promise<Fixt
     },
   });
   const logger = createLogger({ level: "debug", destination });
-  const library = defineService(LibraryService, {
+  const library = definePartialService(LibraryService, {
     async createBook(req) {
       const title = req.book?.title ?? "";
       // Straight to the driver: the fault under test must reach PostgreSQL, no validation first.

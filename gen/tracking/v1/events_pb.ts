@@ -3,14 +3,16 @@
 /* eslint-disable */
 
 // Events of the tracking service. Each message is the protobuf payload published on the
-// subject named in its comment (JetStream stream TRACKING, subjects tracking.v1.>). Every
-// publish carries the event id as the Nats-Msg-Id header, so JetStream drops duplicates and
-// consumers can deduplicate on it.
+// subject its (meshwork.api.v1.event) option names (JetStream stream TRACKING, subjects
+// tracking.v1.>); the runtime reads the subject from the descriptors. Every publish carries
+// the event id as the Nats-Msg-Id header, so JetStream drops duplicates and consumers can
+// deduplicate on it.
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { file_meshwork_api_v1_options } from "../../meshwork/api/v1/options_pb.js";
 import type { Asset } from "./asset_pb.js";
 import { file_tracking_v1_asset } from "./asset_pb.js";
 import type { GeofenceBreach } from "./breach_pb.js";
@@ -31,10 +33,10 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file tracking/v1/events.proto.
  */
 export const file_tracking_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Chh0cmFja2luZy92MS9ldmVudHMucHJvdG8SC3RyYWNraW5nLnYxInQKDEFzc2V0Q3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoFYXNzZXQYAyABKAsyEi50cmFja2luZy52MS5Bc3NldCJ0CgxBc3NldFVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBWFzc2V0GAMgASgLMhIudHJhY2tpbmcudjEuQXNzZXQidAoMQXNzZXREZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgVhc3NldBgDIAEoCzISLnRyYWNraW5nLnYxLkFzc2V0IncKDURldmljZUNyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKBmRldmljZRgDIAEoCzITLnRyYWNraW5nLnYxLkRldmljZSJ3Cg1EZXZpY2VVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZkZXZpY2UYAyABKAsyEy50cmFja2luZy52MS5EZXZpY2UidwoNRGV2aWNlRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoGZGV2aWNlGAMgASgLMhMudHJhY2tpbmcudjEuRGV2aWNlIocBChNPYnNlcnZhdGlvblJlY29yZGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgtvYnNlcnZhdGlvbhgDIAEoCzIYLnRyYWNraW5nLnYxLk9ic2VydmF0aW9uIn0KD0dlb2ZlbmNlQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIZ2VvZmVuY2UYAyABKAsyFS50cmFja2luZy52MS5HZW9mZW5jZSJ9Cg9HZW9mZW5jZVVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCGdlb2ZlbmNlGAMgASgLMhUudHJhY2tpbmcudjEuR2VvZmVuY2UifQoPR2VvZmVuY2VEZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghnZW9mZW5jZRgDIAEoCzIVLnRyYWNraW5nLnYxLkdlb2ZlbmNlIogBChZHZW9mZW5jZUJyZWFjaERldGVjdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgZicmVhY2gYAyABKAsyGy50cmFja2luZy52MS5HZW9mZW5jZUJyZWFjaCKMAQoaR2VvZmVuY2VCcmVhY2hBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKBmJyZWFjaBgDIAEoCzIbLnRyYWNraW5nLnYxLkdlb2ZlbmNlQnJlYWNoIoMBChBTcGVlZEFsZXJ0UmFpc2VkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgtzcGVlZF9hbGVydBgDIAEoCzIXLnRyYWNraW5nLnYxLlNwZWVkQWxlcnQiiQEKFlNwZWVkQWxlcnRBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKC3NwZWVkX2FsZXJ0GAMgASgLMhcudHJhY2tpbmcudjEuU3BlZWRBbGVydCKTAQoWSW50ZWdyYXRpb25GZWVkQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQaW50ZWdyYXRpb25fZmVlZBgDIAEoCzIcLnRyYWNraW5nLnYxLkludGVncmF0aW9uRmVlZCKTAQoWSW50ZWdyYXRpb25GZWVkVXBkYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQaW50ZWdyYXRpb25fZmVlZBgDIAEoCzIcLnRyYWNraW5nLnYxLkludGVncmF0aW9uRmVlZCKTAQoWSW50ZWdyYXRpb25GZWVkRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQaW50ZWdyYXRpb25fZmVlZBgDIAEoCzIcLnRyYWNraW5nLnYxLkludGVncmF0aW9uRmVlZCLWAQoUV2ViaG9va1Rlc3RSZXF1ZXN0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmV2ZW50X3R5cGUYAyABKAkSLgoLc3BlZWRfYWxlcnQYBCABKAsyFy50cmFja2luZy52MS5TcGVlZEFsZXJ0SAASLQoGYnJlYWNoGAUgASgLMhsudHJhY2tpbmcudjEuR2VvZmVuY2VCcmVhY2hIAEIICgZzYW1wbGViBnByb3RvMw", [file_google_protobuf_timestamp, file_tracking_v1_asset, file_tracking_v1_breach, file_tracking_v1_device, file_tracking_v1_geofence, file_tracking_v1_integration, file_tracking_v1_observation, file_tracking_v1_speed_alert]);
+  fileDesc("Chh0cmFja2luZy92MS9ldmVudHMucHJvdG8SC3RyYWNraW5nLnYxIpUBCgxBc3NldENyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBWFzc2V0GAMgASgLMhIudHJhY2tpbmcudjEuQXNzZXQ6H8rzGBsKGXRyYWNraW5nLnYxLmFzc2V0LmNyZWF0ZWQilQEKDEFzc2V0VXBkYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoFYXNzZXQYAyABKAsyEi50cmFja2luZy52MS5Bc3NldDofyvMYGwoZdHJhY2tpbmcudjEuYXNzZXQudXBkYXRlZCKVAQoMQXNzZXREZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgVhc3NldBgDIAEoCzISLnRyYWNraW5nLnYxLkFzc2V0Oh/K8xgbChl0cmFja2luZy52MS5hc3NldC5kZWxldGVkIpkBCg1EZXZpY2VDcmVhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZkZXZpY2UYAyABKAsyEy50cmFja2luZy52MS5EZXZpY2U6IMrzGBwKGnRyYWNraW5nLnYxLmRldmljZS5jcmVhdGVkIpkBCg1EZXZpY2VVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZkZXZpY2UYAyABKAsyEy50cmFja2luZy52MS5EZXZpY2U6IMrzGBwKGnRyYWNraW5nLnYxLmRldmljZS51cGRhdGVkIpkBCg1EZXZpY2VEZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgZkZXZpY2UYAyABKAsyEy50cmFja2luZy52MS5EZXZpY2U6IMrzGBwKGnRyYWNraW5nLnYxLmRldmljZS5kZWxldGVkIq8BChNPYnNlcnZhdGlvblJlY29yZGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgtvYnNlcnZhdGlvbhgDIAEoCzIYLnRyYWNraW5nLnYxLk9ic2VydmF0aW9uOibK8xgiCiB0cmFja2luZy52MS5vYnNlcnZhdGlvbi5yZWNvcmRlZCKhAQoPR2VvZmVuY2VDcmVhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghnZW9mZW5jZRgDIAEoCzIVLnRyYWNraW5nLnYxLkdlb2ZlbmNlOiLK8xgeChx0cmFja2luZy52MS5nZW9mZW5jZS5jcmVhdGVkIqEBCg9HZW9mZW5jZVVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCGdlb2ZlbmNlGAMgASgLMhUudHJhY2tpbmcudjEuR2VvZmVuY2U6IsrzGB4KHHRyYWNraW5nLnYxLmdlb2ZlbmNlLnVwZGF0ZWQioQEKD0dlb2ZlbmNlRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIZ2VvZmVuY2UYAyABKAsyFS50cmFja2luZy52MS5HZW9mZW5jZToiyvMYHgocdHJhY2tpbmcudjEuZ2VvZmVuY2UuZGVsZXRlZCKrAQoWR2VvZmVuY2VCcmVhY2hEZXRlY3RlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoGYnJlYWNoGAMgASgLMhsudHJhY2tpbmcudjEuR2VvZmVuY2VCcmVhY2g6IcrzGB0KG3RyYWNraW5nLnYxLmJyZWFjaC5kZXRlY3RlZCKzAQoaR2VvZmVuY2VCcmVhY2hBY2tub3dsZWRnZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKBmJyZWFjaBgDIAEoCzIbLnRyYWNraW5nLnYxLkdlb2ZlbmNlQnJlYWNoOiXK8xghCh90cmFja2luZy52MS5icmVhY2guYWNrbm93bGVkZ2VkIqkBChBTcGVlZEFsZXJ0UmFpc2VkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgtzcGVlZF9hbGVydBgDIAEoCzIXLnRyYWNraW5nLnYxLlNwZWVkQWxlcnQ6JMrzGCAKHnRyYWNraW5nLnYxLnNwZWVkX2FsZXJ0LnJhaXNlZCK1AQoWU3BlZWRBbGVydEFja25vd2xlZGdlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoLc3BlZWRfYWxlcnQYAyABKAsyFy50cmFja2luZy52MS5TcGVlZEFsZXJ0OirK8xgmCiR0cmFja2luZy52MS5zcGVlZF9hbGVydC5hY2tub3dsZWRnZWQivwEKFkludGVncmF0aW9uRmVlZENyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKEGludGVncmF0aW9uX2ZlZWQYAyABKAsyHC50cmFja2luZy52MS5JbnRlZ3JhdGlvbkZlZWQ6KsrzGCYKJHRyYWNraW5nLnYxLmludGVncmF0aW9uX2ZlZWQuY3JlYXRlZCK/AQoWSW50ZWdyYXRpb25GZWVkVXBkYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoQaW50ZWdyYXRpb25fZmVlZBgDIAEoCzIcLnRyYWNraW5nLnYxLkludGVncmF0aW9uRmVlZDoqyvMYJgokdHJhY2tpbmcudjEuaW50ZWdyYXRpb25fZmVlZC51cGRhdGVkIr8BChZJbnRlZ3JhdGlvbkZlZWREZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChBpbnRlZ3JhdGlvbl9mZWVkGAMgASgLMhwudHJhY2tpbmcudjEuSW50ZWdyYXRpb25GZWVkOirK8xgmCiR0cmFja2luZy52MS5pbnRlZ3JhdGlvbl9mZWVkLmRlbGV0ZWQigAIKFFdlYmhvb2tUZXN0UmVxdWVzdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpldmVudF90eXBlGAMgASgJEi4KC3NwZWVkX2FsZXJ0GAQgASgLMhcudHJhY2tpbmcudjEuU3BlZWRBbGVydEgAEi0KBmJyZWFjaBgFIAEoCzIbLnRyYWNraW5nLnYxLkdlb2ZlbmNlQnJlYWNoSAA6KMrzGCQKInRyYWNraW5nLnYxLndlYmhvb2sudGVzdF9yZXF1ZXN0ZWRCCAoGc2FtcGxlYgZwcm90bzM", [file_google_protobuf_timestamp, file_meshwork_api_v1_options, file_tracking_v1_asset, file_tracking_v1_breach, file_tracking_v1_device, file_tracking_v1_geofence, file_tracking_v1_integration, file_tracking_v1_observation, file_tracking_v1_speed_alert]);
 
 /**
- * Subject tracking.v1.asset.created.
+ * An asset was created.
  *
  * @generated from message tracking.v1.AssetCreated
  */
@@ -63,7 +65,7 @@ export const AssetCreatedSchema: GenMessage<AssetCreated> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 0);
 
 /**
- * Subject tracking.v1.asset.updated. `asset` is the state after the change.
+ * `asset` is the state after the change.
  *
  * @generated from message tracking.v1.AssetUpdated
  */
@@ -92,7 +94,7 @@ export const AssetUpdatedSchema: GenMessage<AssetUpdated> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 1);
 
 /**
- * Subject tracking.v1.asset.deleted. `asset` is the state before deletion.
+ * `asset` is the state before deletion.
  *
  * @generated from message tracking.v1.AssetDeleted
  */
@@ -121,7 +123,7 @@ export const AssetDeletedSchema: GenMessage<AssetDeleted> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 2);
 
 /**
- * Subject tracking.v1.device.created.
+ * A device was created.
  *
  * @generated from message tracking.v1.DeviceCreated
  */
@@ -150,7 +152,7 @@ export const DeviceCreatedSchema: GenMessage<DeviceCreated> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 3);
 
 /**
- * Subject tracking.v1.device.updated. `device` is the state after the change.
+ * `device` is the state after the change.
  *
  * @generated from message tracking.v1.DeviceUpdated
  */
@@ -179,7 +181,7 @@ export const DeviceUpdatedSchema: GenMessage<DeviceUpdated> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 4);
 
 /**
- * Subject tracking.v1.device.deleted. `device` is the state before deletion.
+ * `device` is the state before deletion.
  *
  * @generated from message tracking.v1.DeviceDeleted
  */
@@ -208,7 +210,7 @@ export const DeviceDeletedSchema: GenMessage<DeviceDeleted> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 5);
 
 /**
- * Subject tracking.v1.observation.recorded. Duplicates are not recorded and publish nothing.
+ * Duplicates are not recorded and publish nothing.
  *
  * @generated from message tracking.v1.ObservationRecorded
  */
@@ -237,7 +239,7 @@ export const ObservationRecordedSchema: GenMessage<ObservationRecorded> = /*@__P
   messageDesc(file_tracking_v1_events, 6);
 
 /**
- * Subject tracking.v1.geofence.created.
+ * A geofence was created.
  *
  * @generated from message tracking.v1.GeofenceCreated
  */
@@ -266,7 +268,7 @@ export const GeofenceCreatedSchema: GenMessage<GeofenceCreated> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 7);
 
 /**
- * Subject tracking.v1.geofence.updated. `geofence` is the state after the change.
+ * `geofence` is the state after the change.
  *
  * @generated from message tracking.v1.GeofenceUpdated
  */
@@ -295,7 +297,7 @@ export const GeofenceUpdatedSchema: GenMessage<GeofenceUpdated> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 8);
 
 /**
- * Subject tracking.v1.geofence.deleted. `geofence` is the state before deletion.
+ * `geofence` is the state before deletion.
  *
  * @generated from message tracking.v1.GeofenceDeleted
  */
@@ -324,7 +326,7 @@ export const GeofenceDeletedSchema: GenMessage<GeofenceDeleted> = /*@__PURE__*/
   messageDesc(file_tracking_v1_events, 9);
 
 /**
- * Subject tracking.v1.breach.detected. `breach.breachEventType` is "Enter" or "Exit".
+ * `breach.breachEventType` is "Enter" or "Exit".
  *
  * @generated from message tracking.v1.GeofenceBreachDetected
  */
@@ -353,7 +355,7 @@ export const GeofenceBreachDetectedSchema: GenMessage<GeofenceBreachDetected> = 
   messageDesc(file_tracking_v1_events, 10);
 
 /**
- * Subject tracking.v1.breach.acknowledged. Only the first acknowledgement publishes.
+ * Only the first acknowledgement publishes.
  *
  * @generated from message tracking.v1.GeofenceBreachAcknowledged
  */
@@ -382,7 +384,7 @@ export const GeofenceBreachAcknowledgedSchema: GenMessage<GeofenceBreachAcknowle
   messageDesc(file_tracking_v1_events, 11);
 
 /**
- * Subject tracking.v1.speed_alert.raised.
+ * A speed alert was raised.
  *
  * @generated from message tracking.v1.SpeedAlertRaised
  */
@@ -411,7 +413,7 @@ export const SpeedAlertRaisedSchema: GenMessage<SpeedAlertRaised> = /*@__PURE__*
   messageDesc(file_tracking_v1_events, 12);
 
 /**
- * Subject tracking.v1.speed_alert.acknowledged. Only the first acknowledgement publishes.
+ * Only the first acknowledgement publishes.
  *
  * @generated from message tracking.v1.SpeedAlertAcknowledged
  */
@@ -440,8 +442,7 @@ export const SpeedAlertAcknowledgedSchema: GenMessage<SpeedAlertAcknowledged> = 
   messageDesc(file_tracking_v1_events, 13);
 
 /**
- * Subject tracking.v1.integration_feed.created. `integration_feed.configuration_json` is masked
- * as in every answer of IntegrationService: events never carry a feed's secrets.
+ * `integration_feed.configuration_json` is masked as in every answer of IntegrationService: events never carry a feed's secrets.
  *
  * @generated from message tracking.v1.IntegrationFeedCreated
  */
@@ -470,8 +471,7 @@ export const IntegrationFeedCreatedSchema: GenMessage<IntegrationFeedCreated> = 
   messageDesc(file_tracking_v1_events, 14);
 
 /**
- * Subject tracking.v1.integration_feed.updated. `integration_feed` is the state after the change,
- * secrets masked.
+ * `integration_feed` is the state after the change, secrets masked.
  *
  * @generated from message tracking.v1.IntegrationFeedUpdated
  */
@@ -500,8 +500,7 @@ export const IntegrationFeedUpdatedSchema: GenMessage<IntegrationFeedUpdated> = 
   messageDesc(file_tracking_v1_events, 15);
 
 /**
- * Subject tracking.v1.integration_feed.deleted. `integration_feed` is the state before deletion,
- * secrets masked. Its devices stay; each unlinked one publishes tracking.v1.device.updated.
+ * `integration_feed` is the state before deletion, secrets masked. Its devices stay; each unlinked one publishes tracking.v1.device.updated.
  *
  * @generated from message tracking.v1.IntegrationFeedDeleted
  */
@@ -530,8 +529,7 @@ export const IntegrationFeedDeletedSchema: GenMessage<IntegrationFeedDeleted> = 
   messageDesc(file_tracking_v1_events, 16);
 
 /**
- * Subject tracking.v1.webhook.test_requested: POST /api/webhooks/test. Delivered like a real
- * alert of `event_type`, with the made-up alert in `sample` as its data.
+ * Requested by POST /api/webhooks/test. Delivered like a real alert of `event_type`, with the made-up alert in `sample` as its data.
  *
  * @generated from message tracking.v1.WebhookTestRequested
  */

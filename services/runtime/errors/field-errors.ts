@@ -3,12 +3,9 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, BadRequest_FieldViolationSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import type { FieldViolation } from "./field-violation.js";
 
-export interface FieldViolation {
-  /** The property as clients name it in JSON (lowerCamelCase path, e.g. `asset.name`). */
-  field: string;
-  description: string;
-}
+export type { FieldViolation };
 
 function withViolations(message: string, code: Code, violations: FieldViolation[]): ConnectError {
   const detail = create(BadRequestSchema, {

@@ -31,7 +31,7 @@ import { createDirectTransport } from "./direct-transport.js";
 import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { getRequestId } from "./request-context.js";
-import { defineService } from "./service-registration.js";
+import { definePartialService } from "./service-registration.js";
 import { memoryLogger } from "./test-fixtures.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -62,7 +62,7 @@ function untilAborted(ctx: HandlerContext, seen: Seen): Promise<never> {
 
 // Behaviour picked by the request: the book name for GetBook, the limit for WatchShelf.
 function library(seen: Seen) {
-  return defineService(LibraryService, {
+  return definePartialService(LibraryService, {
     async getBook(req, ctx) {
       seen.requestIds.push(getRequestId());
       await new Promise((resolve) => setImmediate(resolve));
@@ -428,7 +428,7 @@ test("a handler cannot change the caller's request, nor the caller the handler's
   const kept = create(BookSchema, { name: "shelves/1/books/1", title: "Kept", tags: ["x"] });
   let received: GetBookRequest | undefined;
   const transport = createDirectTransport([
-    defineService(LibraryService, {
+    definePartialService(LibraryService, {
       async getBook(req) {
         received = req;
         req.name = "changed by the handler";
@@ -451,7 +451,7 @@ test("a handler cannot change the caller's request, nor the caller the handler's
 
 test("a response the handler froze reaches every caller as that one instance, uncopied", async (t) => {
   const shared = Object.freeze(create(BookSchema, { name: "shelves/1/books/1", title: "Shared", tags: Object.freeze(["x"]) as string[] }));
-  const transport = createDirectTransport([defineService(LibraryService, { getBook: () => shared })]);
+  const transport = createDirectTransport([definePartialService(LibraryService, { getBook: () => shared })]);
   const client = createClient(LibraryService, transport);
   const [a, b] = await Promise.all([client.getBook({}), client.getBook({})]);
   t.is(a, shared);
@@ -472,7 +472,7 @@ test("without defensive copies the handler gets the caller's request and the cal
   let answeredHeader: Headers | undefined;
   const transport = createDirectTransport(
     [
-      defineService(LibraryService, {
+      definePartialService(LibraryService, {
         getBook(req, ctx) {
           received = req;
           receivedHeader = ctx.requestHeader;
@@ -498,7 +498,7 @@ test("a caller changing its request while the handler awaits does not reach the 
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   const transport = createDirectTransport([
-    defineService(LibraryService, {
+    definePartialService(LibraryService, {
       async getBook(req) {
         await gate;
         return { name: req.name };
@@ -529,7 +529,7 @@ test("a caller that stops reading a stream cancels the handler and lets it clean
   let cleanedUp = false;
   let handlerSignal: AbortSignal | undefined;
   const transport = createDirectTransport([
-    defineService(LibraryService, {
+    definePartialService(LibraryService, {
       async *watchShelf(req, ctx) {
         handlerSignal = ctx.signal;
         try {
@@ -554,7 +554,7 @@ test("a caller that stops reading a stream cancels the handler and lets it clean
 test("aborting a stream ends the caller's loop with Canceled and the handler's work", async (t) => {
   let cleanedUp = false;
   const transport = createDirectTransport([
-    defineService(LibraryService, {
+    definePartialService(LibraryService, {
       async *watchShelf(req, ctx) {
         try {
           for (let sequence = 1; !ctx.signal.aborted; sequence++) {
@@ -588,7 +588,7 @@ async function* single<T>(value: T): AsyncIterable<T> {
 test("the handler's signal fires when a call completes, as connect-es does", async (t) => {
   let signal: AbortSignal | undefined;
   const transport = createDirectTransport([
-    defineService(LibraryService, {
+    definePartialService(LibraryService, {
       getBook(_req, ctx) {
         signal = ctx.signal;
         t.false(ctx.signal.aborted);

@@ -38,4 +38,4 @@ export {
   type ServiceHost,
   type StartServiceHostOptions,
 } from "./service-host.js";
-export { defineService, type ServiceRegistration } from "./service-registration.js";
+export { defineService, definePartialService, type ServiceRegistration } from "./service-registration.js";

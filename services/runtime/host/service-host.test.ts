@@ -12,7 +12,7 @@ import { buildRoutes } from "./build-routes.js";
 import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { startServiceHost } from "./service-host.js";
-import { defineService } from "./service-registration.js";
+import { definePartialService } from "./service-registration.js";
 import { FAILING_ASSET_ID, KNOWN_ASSET_ID, memoryLogger, SECRET_DETAIL, startFixture, type Fixture } from "./test-fixtures.js";
 
 const protoRoot = fileURLToPath(new URL("../../../proto", import.meta.url));
@@ -226,7 +226,7 @@ test("close() lets a running call finish, and cancels one that outlives the grac
   const released = new Promise<void>((resolve) => (release = resolve));
   const routes = buildRoutes({
     services: [
-      defineService(AssetService, {
+      definePartialService(AssetService, {
         async getAsset(req, ctx) {
           entered.get(req.id)?.();
           if (req.id === "finishes") {

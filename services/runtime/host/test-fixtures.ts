@@ -7,7 +7,7 @@ import { buildRoutes, type ServiceRoutes } from "./build-routes.js";
 import type { Logger } from "./logger.js";
 import { getRequestId } from "./request-context.js";
 import { startServiceHost, type ServiceHost } from "./service-host.js";
-import { defineService } from "./service-registration.js";
+import { definePartialService } from "./service-registration.js";
 
 export interface LogLine {
   level: "debug" | "info" | "warn" | "error";
@@ -35,7 +35,7 @@ export const SECRET_DETAIL = "connection refused by db.internal:5432 (password=h
 
 /** Request ids the fake handlers saw, in call order. */
 export function fakeAssetService(seenRequestIds: (string | undefined)[] = []) {
-  return defineService(AssetService, {
+  return definePartialService(AssetService, {
     async getAsset(req) {
       seenRequestIds.push(getRequestId());
       // An await between entry and use: the context must survive it.

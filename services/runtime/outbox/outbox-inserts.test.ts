@@ -1,18 +1,15 @@
-// outboxInserts: the outbox rows as statements another statement can carry, split like recordEvents.
-import { StringValueSchema } from "@bufbuild/protobuf/wkt";
-import { create, toBinary } from "@bufbuild/protobuf";
+// outboxRows builds every outbox row (subject from the contract, event id in the message);
+// outboxInserts splits many rows into statements another statement can carry.
+import { fromBinary } from "@bufbuild/protobuf";
 import test from "ava";
-import { outboxInserts } from "./record-events.js";
+import { widgetEvents } from "../testing/index.js";
+import { outboxInserts, outboxRows } from "./outbox-rows.js";
 
-const event = (i: number) => ({
-  subject: "testing.v1.thing.done",
-  schema: StringValueSchema,
-  message: create(StringValueSchema, { value: `n${i}` }),
-});
+const events = widgetEvents("insertstest");
+const event = (i: number) => ({ schema: events.created, message: { value: `n${i}` } });
 
 test("one statement per 5,000 events, ids in the order given, each with as many bindings as placeholders", (t) => {
-  const events = Array.from({ length: 5_001 }, (_, i) => event(i));
-  const inserts = outboxInserts(events);
+  const inserts = outboxInserts(outboxRows(Array.from({ length: 5_001 }, (_, i) => event(i))));
   t.is(inserts.length, 2);
   t.deepEqual(
     inserts.map((i) => i.ids.length),
@@ -25,15 +22,19 @@ test("one statement per 5,000 events, ids in the order given, each with as many 
   t.is(new Set(inserts.flatMap((i) => i.ids)).size, 5_001);
 });
 
-test("given ids are kept, a bad one is refused, and no events make no statement", (t) => {
+test("rows: the subject comes from the message, the id goes into it, given ids are kept and a bad one is refused", (t) => {
   const id = "0b7e9c1e-3f0c-4a53-9d6a-2b8f2f0f4c11";
-  const [insert] = outboxInserts([{ ...event(1), id }]);
+  const now = new Date("2026-03-01T10:00:00.250Z");
+  const [row] = outboxRows([{ ...event(1), id }], now);
+  t.is(row!.subject, "insertstest.v1.widget.created");
+  t.like(fromBinary(events.created, row!.payload), { eventId: id, occurredAt: { seconds: 1772359200n, nanos: 250_000_000 } });
+  const [insert] = outboxInserts([row!]);
   t.deepEqual(insert!.ids, [id]);
   t.is(insert!.bindings[1], `{${id}}`);
-  t.throws(() => outboxInserts([{ ...event(1), id: "nope" }]), { message: /must be a UUID/ });
+  t.throws(() => outboxRows([{ ...event(1), id: "nope" }]), { message: /must be a UUID/ });
+  t.throws(() => outboxRows([{ schema: events.plain, message: {} }]), { message: /not an event message/ });
+  t.throws(() => outboxRows([{ schema: events.created, message: { eventId: id } as never, id: crypto.randomUUID() }]), {
+    message: /is not the event id/,
+  });
   t.deepEqual(outboxInserts([]), []);
-  t.deepEqual(
-    outboxInserts([{ subject: "s", schema: StringValueSchema, payload: toBinary(StringValueSchema, create(StringValueSchema)) }]).length,
-    1,
-  );
 });

@@ -1,12 +1,11 @@
 // The outbox end to end: events commit (or roll back) with the change, reach the bus in order, survive a
 // crash between commit and publish, outlast a failing bus, and are shared between relays without repeats;
-// recordEvents writes the same rows as recordEvent, many in one statement.
+// the multi-row inserts of the ingest fast path write the same rows as Transaction.record.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { StringValueSchema } from "@bufbuild/protobuf/wkt";
+import { create, fromBinary, toBinary, type DescMessage } from "@bufbuild/protobuf";
 import { EntitySchema } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import { ROOT_CONTEXT, context, propagation, trace, TraceFlags, type Context, type ContextManager } from "@opentelemetry/api";
@@ -15,8 +14,9 @@ import test, { type ExecutionContext } from "ava";
 import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus } from "../bus/index.js";
 import { openDatabase, type Database, type DatabaseModule } from "../database/index.js";
-import { createTestDatabaseUrl, realInfra, testLogger } from "../testing/index.js";
-import { OutboxEvent, outboxModule, recordEvent, recordEvents, startOutboxRelay } from "./index.js";
+import { createTestDatabaseUrl, realInfra, testLogger, widgetEvents, type WidgetEvents } from "../testing/index.js";
+import { createUnitOfWork, OutboxEvent, outboxModule, startOutboxRelay, transactionOn } from "./index.js";
+import { queryOn } from "./sql.js";
 
 interface Widget {
   id: string;
@@ -83,7 +83,8 @@ interface Fixture {
   open(): Promise<Database>;
   bus: EventBus;
   stream: string;
-  subject(rest: string): string;
+  /** Event messages whose subjects lie in this fixture's stream only. */
+  events: WidgetEvents;
   /** Everything the stream holds from its first message on, in stream order. */
   seen: BusMessage[];
 }
@@ -106,7 +107,7 @@ async function fixture(t: ExecutionContext, target: string): Promise<Fixture> {
 
   const suffix = randomBytes(4).toString("hex");
   const stream = `OUTBOXTEST_${suffix.toUpperCase()}`;
-  const prefix = `outboxtest${suffix}`;
+  const service = `outboxtest${suffix}`;
   const bus = await openBus({ url: infra.natsUrl, logger });
   t.teardown(async () => {
     await bus.close();
@@ -116,11 +117,11 @@ async function fixture(t: ExecutionContext, target: string): Promise<Fixture> {
       await nc.close();
     }
   });
-  await bus.ensureStreams([{ name: stream, subjects: [`${prefix}.>`] }]);
+  await bus.ensureStreams([{ name: stream, subjects: [`${service}.v1.>`] }]);
   const seen: BusMessage[] = [];
   const sub = await bus.subscribe({ stream, startSeq: 1 }, (m) => seen.push(m));
   t.teardown(() => sub.stop());
-  return { open, bus, stream, subject: (rest) => `${prefix}.${rest}`, seen };
+  return { open, bus, stream, events: widgetEvents(service), seen };
 }
 
 /**
@@ -143,55 +144,55 @@ async function until(condition: () => boolean | Promise<boolean>, what: string):
   throw new Error(`gave up waiting for ${what}`);
 }
 
-async function addWidget(db: Database, subject: string, name: string): Promise<string> {
-  return db.em().transactional(async (em) => {
-    const widget = em.create(WidgetEntity, { id: crypto.randomUUID(), name });
-    return recordEvent(em, { subject, schema: StringValueSchema, message: create(StringValueSchema, { value: widget.name }) });
+/** A unit of work whose relay is started (and told) by each test itself. */
+const unitOfWork = (db: Database) => createUnitOfWork({ db, outbox: { notify() {} } });
+
+async function addWidget(db: Database, schema: DescMessage, name: string): Promise<string> {
+  return unitOfWork(db).run(async (tx) => {
+    const widget = tx.em.create(WidgetEntity, { id: crypto.randomUUID(), name });
+    return tx.record(schema, { value: widget.name });
   });
 }
 
-const text = (m: BusMessage) => fromBinary(StringValueSchema, m.data).value;
+// Every widget event has the same fields, so any of them decodes the others.
+const decoder = widgetEvents("decoder").created;
+const widgetValue = (data: Uint8Array) => (fromBinary(decoder, data) as unknown as { value: string }).value;
+const text = (m: BusMessage) => widgetValue(m.data);
 
 for (const target of targets) {
   const name = (title: string) => `${target}: ${title}`;
 
   test(name("an event commits with its change, and a rollback leaves neither"), async (t) => {
-    const { open, subject } = await fixture(t, target);
+    const { open, events } = await fixture(t, target);
     const db = await open();
     const spanContext = { traceId: "a".repeat(32), spanId: "b".repeat(16), traceFlags: TraceFlags.SAMPLED };
 
-    const id = await db.em().transactional(async (em) => {
-      em.create(WidgetEntity, { id: crypto.randomUUID(), name: "kept" });
+    const id = await unitOfWork(db).run(async (tx) => {
+      tx.em.create(WidgetEntity, { id: crypto.randomUUID(), name: "kept" });
       return context.with(trace.setSpanContext(ROOT_CONTEXT, spanContext), () =>
-        recordEvent(em, {
-          subject: subject("widget.created"),
-          schema: StringValueSchema,
-          message: create(StringValueSchema, { value: "kept" }),
-          headers: { "x-tenant": "t1" },
-        }),
+        tx.record(events.created, { value: "kept" }, { headers: { "x-tenant": "t1" } }),
       );
     });
     const row = await db.em().findOneOrFail(OutboxEvent, { id });
-    t.is(row.subject, subject("widget.created"));
-    t.is(fromBinary(StringValueSchema, row.payload).value, "kept");
+    t.is(row.subject, `${events.created.typeName.split(".")[0]}.v1.widget.created`);
+    const stored = fromBinary(events.created, row.payload) as unknown as { value: string; eventId: string; occurredAt?: unknown };
+    t.is(stored.value, "kept");
+    t.is(stored.eventId, id, "the event id is put in the message");
+    t.truthy(stored.occurredAt, "and the time it occurred");
     t.is(row.publishedAt, null);
     t.is(row.attempts, 0);
     t.like(row.headers, {
       traceparent: `00-${"a".repeat(32)}-${"b".repeat(16)}-01`,
       "x-tenant": "t1",
       "content-type": "application/protobuf",
-      "proto-message": "google.protobuf.StringValue",
+      "proto-message": events.created.typeName,
     });
 
     await t.throwsAsync(
-      db.em().transactional(async (em) => {
-        em.create(WidgetEntity, { id: crypto.randomUUID(), name: "lost" });
-        recordEvent(em, {
-          subject: subject("widget.created"),
-          schema: StringValueSchema,
-          message: create(StringValueSchema, { value: "lost" }),
-        });
-        await em.flush();
+      unitOfWork(db).run(async (tx) => {
+        tx.em.create(WidgetEntity, { id: crypto.randomUUID(), name: "lost" });
+        tx.record(events.created, { value: "lost" });
+        await tx.em.flush();
         throw new Error("domain rule broken");
       }),
       { message: "domain rule broken" },
@@ -201,31 +202,26 @@ for (const target of targets) {
       (await db.em().find(WidgetEntity, {})).map((w) => w.name),
       ["kept"],
     );
-    t.throws(
-      () =>
-        recordEvent(db.em(), { id: "not-a-uuid", subject: subject("x"), schema: StringValueSchema, message: create(StringValueSchema) }),
-      {
-        message: /UUID/,
-      },
+    await t.throwsAsync(
+      unitOfWork(db).run(async (tx) => tx.record(events.created, { value: "x" }, { id: "not-a-uuid" })),
+      { message: /UUID/ },
     );
+    await t.throwsAsync(
+      unitOfWork(db).run(async (tx) => tx.record(events.plain, { value: "x" })),
+      { message: /no \(meshwork.api.v1.event\).subject option/ },
+      "a message that is not an event has no subject",
+    );
+    t.is(await db.em().count(OutboxEvent), 1);
   });
 
   test(name("the relay publishes in creation order with the event id and headers, and marks rows published"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+    const { open, bus, events, seen } = await fixture(t, target);
     const db = await open();
-    const ids = [await addWidget(db, subject("widget.created"), "w1"), await addWidget(db, subject("widget.created"), "w2")];
+    const ids = [await addWidget(db, events.created, "w1"), await addWidget(db, events.created, "w2")];
     ids.push(
-      ...(await db.em().transactional(async (em) => [
-        recordEvent(em, {
-          subject: subject("widget.updated"),
-          schema: StringValueSchema,
-          message: create(StringValueSchema, { value: "w1 renamed" }),
-        }),
-        recordEvent(em, {
-          subject: subject("widget.deleted"),
-          schema: StringValueSchema,
-          message: create(StringValueSchema, { value: "w2 gone" }),
-        }),
+      ...(await unitOfWork(db).run(async (tx) => [
+        tx.record(events.updated, { value: "w1 renamed" }),
+        tx.record(events.deleted, { value: "w2 gone" }),
       ])),
     );
 
@@ -239,10 +235,10 @@ for (const target of targets) {
       seen.map((m) => m.id),
       ids,
     );
-    t.like(seen[0]!.headers, { "content-type": "application/protobuf", "proto-message": "google.protobuf.StringValue" });
+    t.like(seen[0]!.headers, { "content-type": "application/protobuf", "proto-message": events.created.typeName });
     t.is(await db.em().count(OutboxEvent, { publishedAt: null }), 0);
 
-    const late = await addWidget(db, subject("widget.created"), "w3");
+    const late = await addWidget(db, events.created, "w3");
     relay.notify();
     await until(() => seen.length === 5, "the notified event");
     t.is(seen[4]!.id, late);
@@ -250,9 +246,9 @@ for (const target of targets) {
   });
 
   test(name("an event committed before a crash is published by the next start"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+    const { open, bus, events, seen } = await fixture(t, target);
     const before = await open();
-    const id = await addWidget(before, subject("widget.created"), "survivor");
+    const id = await addWidget(before, events.created, "survivor");
     await before.close(); // the process dies before any relay ran
 
     const after = await open();
@@ -265,7 +261,7 @@ for (const target of targets) {
   });
 
   test(name("a failing bus is retried with backoff; nothing is lost or reordered"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+    const { open, bus, events, seen } = await fixture(t, target);
     const db = await open();
     let failuresLeft = 2;
     const flaky: EventBus = {
@@ -277,7 +273,7 @@ for (const target of targets) {
       },
     };
     const ids = [];
-    for (const n of ["a", "b", "c"]) ids.push(await addWidget(db, subject("widget.created"), n));
+    for (const n of ["a", "b", "c"]) ids.push(await addWidget(db, events.created, n));
 
     const relay = startOutboxRelay({ db, bus: flaky, logger, pollIntervalMs: 60_000, retryInitialDelayMs: 10, retryMaxDelayMs: 50 });
     t.teardown(() => relay.stop());
@@ -293,7 +289,7 @@ for (const target of targets) {
   test(name("drain() reports a bus that refuses an event"), async (t) => {
     const { open, bus, seen } = await fixture(t, target);
     const db = await open();
-    await addWidget(db, `nostream${randomBytes(4).toString("hex")}.widget.created`, "orphan");
+    await addWidget(db, widgetEvents(`nostream${randomBytes(4).toString("hex")}`).created, "orphan");
     const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000, retryInitialDelayMs: 60_000 });
     t.teardown(() => relay.stop());
     await t.throwsAsync(relay.drain());
@@ -302,7 +298,7 @@ for (const target of targets) {
   });
 
   test(name("relays running side by side publish every event exactly once"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+    const { open, bus, events, seen } = await fixture(t, target);
     // Embedded PGlite belongs to one process, so there the relays share it; a real server gets two pools.
     const first = await open();
     const second = target === "postgres" ? await open() : first;
@@ -315,7 +311,7 @@ for (const target of targets) {
       },
     };
     const ids: string[] = [];
-    for (let n = 0; n < 20; n++) ids.push(await addWidget(first, subject("widget.created"), `w${n}`));
+    for (let n = 0; n < 20; n++) ids.push(await addWidget(first, events.created, `w${n}`));
 
     const relays = [first, second, first, second].map((db) =>
       startOutboxRelay({ db, bus: counting, logger, batchSize: 3, pollIntervalMs: 60_000 }),
@@ -331,46 +327,57 @@ for (const target of targets) {
     t.is(seen.length, 20);
   });
 
-  test(name("recordEvents writes what recordEvent writes, in order, each with its own trace context"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+  test(name("the fast path's multi-row inserts write what record writes, in order, each with its own trace context"), async (t) => {
+    const { open, bus, events, seen } = await fixture(t, target);
     const db = await open();
     const spanA = { traceId: "a".repeat(32), spanId: "b".repeat(16), traceFlags: TraceFlags.SAMPLED };
     const spanC = { traceId: "c".repeat(32), spanId: "d".repeat(16), traceFlags: TraceFlags.SAMPLED };
     const other = trace.setSpanContext(ROOT_CONTEXT, spanC);
-    const message = (value: string) => create(StringValueSchema, { value });
     const givenId = crypto.randomUUID();
+    const encodedId = crypto.randomUUID();
 
-    const ids = await db.em().transactional((em) =>
+    const ids = await unitOfWork(db).run((tx) =>
       context.with(trace.setSpanContext(ROOT_CONTEXT, spanA), async () => {
-        // Recorded first, still waiting in the unit of work: it must stay first.
-        const single = recordEvent(em, { subject: subject("widget.created"), schema: StringValueSchema, message: message("one") });
-        const many = await recordEvents(em, [
-          { subject: subject("widget.updated"), schema: StringValueSchema, message: message("two"), id: givenId },
+        // Recorded first, still waiting in the entity manager: flushed before the inserts, it stays first.
+        const single = tx.record(events.created, { value: "one" });
+        const inserts = tx.outboxInserts([
+          { schema: events.updated, message: { value: "two" }, id: givenId },
           {
-            subject: subject("widget.updated"),
-            schema: StringValueSchema,
-            payload: toBinary(StringValueSchema, message("three")),
+            schema: events.updated,
+            id: encodedId,
+            payload: toBinary(events.updated, create(events.updated, { value: "three", eventId: encodedId } as never)),
             headers: { "x-tenant": "t1" },
           },
-          { subject: subject("widget.deleted"), schema: StringValueSchema, message: message("four"), context: other },
+          { schema: events.deleted, message: { value: "four" }, context: other },
         ]);
-        return [single, ...many];
+        await tx.em.flush();
+        for (const insert of inserts) await queryOn(tx.em)(insert.sql, insert.bindings);
+        return [single, ...inserts.flatMap((i) => i.ids)];
       }),
     );
-    t.is(ids[1], givenId);
+    t.deepEqual(ids.slice(1, 3), [givenId, encodedId]);
     t.is(ids.length, 4);
 
     const rows = await db.em().find(OutboxEvent, { id: { $in: ids } });
     const byId = new Map(rows.map((r) => [r.id, r]));
     const traceparent = (span: { traceId: string; spanId: string }) => `00-${span.traceId}-${span.spanId}-01`;
-    const base = { "content-type": "application/protobuf", "proto-message": "google.protobuf.StringValue" };
-    t.deepEqual(byId.get(ids[0]!)!.headers, { ...base, traceparent: traceparent(spanA) });
-    t.deepEqual(byId.get(ids[1]!)!.headers, { ...base, traceparent: traceparent(spanA) }, "the same headers as recordEvent");
-    t.deepEqual(byId.get(ids[2]!)!.headers, { ...base, "x-tenant": "t1", traceparent: traceparent(spanA) });
-    t.deepEqual(byId.get(ids[3]!)!.headers, { ...base, traceparent: traceparent(spanC) }, "the context given wins over the active one");
+    const base = (schema: DescMessage) => ({ "content-type": "application/protobuf", "proto-message": schema.typeName });
+    t.deepEqual(byId.get(ids[0]!)!.headers, { ...base(events.created), traceparent: traceparent(spanA) });
+    t.deepEqual(byId.get(ids[1]!)!.headers, { ...base(events.updated), traceparent: traceparent(spanA) }, "the same headers as record");
+    t.deepEqual(byId.get(ids[2]!)!.headers, { ...base(events.updated), "x-tenant": "t1", traceparent: traceparent(spanA) });
+    t.deepEqual(byId.get(ids[3]!)!.headers, { ...base(events.deleted), traceparent: traceparent(spanC) }, "the context given wins");
     t.deepEqual(
-      ids.map((id) => fromBinary(StringValueSchema, byId.get(id)!.payload).value),
+      ids.map((id) => byId.get(id)!.subject.split(".").slice(2).join(".")),
+      ["widget.created", "widget.updated", "widget.updated", "widget.deleted"],
+    );
+    t.deepEqual(
+      ids.map((id) => widgetValue(byId.get(id)!.payload)),
       ["one", "two", "three", "four"],
+    );
+    t.deepEqual(
+      ids.map((id) => (fromBinary(decoder, byId.get(id)!.payload) as unknown as { eventId: string }).eventId),
+      ids,
+      "every message carries its event id",
     );
     for (const row of rows) {
       t.is(row.publishedAt, null);
@@ -380,17 +387,19 @@ for (const target of targets) {
 
     // A rollback takes them away with the change.
     await t.throwsAsync(
-      db.em().transactional(async (em) => {
-        await recordEvents(em, [{ subject: subject("widget.created"), schema: StringValueSchema, message: message("lost") }]);
+      unitOfWork(db).run(async (tx) => {
+        for (const insert of tx.outboxInserts([{ schema: events.created, message: { value: "lost" } }])) {
+          await queryOn(tx.em)(insert.sql, insert.bindings);
+        }
         throw new Error("domain rule broken");
       }),
       { message: "domain rule broken" },
     );
     t.is(await db.em().count(OutboxEvent), 4);
-    await t.throwsAsync(recordEvents(db.em(), [{ id: "nope", subject: subject("x"), schema: StringValueSchema, message: message("") }]), {
-      message: /UUID/,
-    });
-    t.deepEqual(await recordEvents(db.em(), []), []);
+    const direct = transactionOn(db.em());
+    t.throws(() => direct.outboxInserts([{ id: "nope", schema: events.created, message: { value: "" } }]), { message: /UUID/ });
+    t.throws(() => direct.outboxInserts([{ schema: events.created, payload: new Uint8Array() }]), { message: /needs its id/ });
+    t.deepEqual(direct.outboxInserts([]), []);
 
     const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000 });
     t.teardown(() => relay.stop());
@@ -405,21 +414,14 @@ for (const target of targets) {
   });
 
   test(name("a large backlog goes out in order through the publish window, every event once"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+    const { open, bus, events, seen } = await fixture(t, target);
     const db = await open();
     const values = Array.from({ length: 260 }, (_, i) => `e${i}`);
     // Two transactions: order holds across statements and commits.
     for (const part of [values.slice(0, 130), values.slice(130)]) {
-      await db.em().transactional((em) =>
-        recordEvents(
-          em,
-          part.map((value) => ({
-            subject: subject("widget.created"),
-            schema: StringValueSchema,
-            message: create(StringValueSchema, { value }),
-          })),
-        ),
-      );
+      await unitOfWork(db).run(async (tx) => {
+        for (const value of part) tx.record(events.created, { value });
+      });
     }
     const counts = new Map<string, number>();
     const counting: EventBus = {
@@ -442,26 +444,19 @@ for (const target of targets) {
   });
 
   test(name("an event refused in the middle of a window is retried; the others are published once"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+    const { open, bus, events, seen } = await fixture(t, target);
     const db = await open();
     const values = Array.from({ length: 20 }, (_, i) => `e${i}`);
-    await db.em().transactional((em) =>
-      recordEvents(
-        em,
-        values.map((value) => ({
-          subject: subject("widget.created"),
-          schema: StringValueSchema,
-          message: create(StringValueSchema, { value }),
-        })),
-      ),
-    );
+    await unitOfWork(db).run(async (tx) => {
+      for (const value of values) tx.record(events.created, { value });
+    });
     const counts = new Map<string, number>();
     let refuse = true;
     const flaky: EventBus = {
       ...bus,
       kind: bus.kind,
       async publish(s, data, opts) {
-        if (refuse && fromBinary(StringValueSchema, data).value === "e5") {
+        if (refuse && widgetValue(data) === "e5") {
           refuse = false;
           throw new Error("bus hiccup");
         }
@@ -486,7 +481,7 @@ for (const target of targets) {
     );
     t.is(counts.size, values.length);
     await until(async () => (await db.em().count(OutboxEvent, { publishedAt: null })) === 0, "the rows to be marked");
-    const refused = (await db.em().find(OutboxEvent, {})).find((r) => fromBinary(StringValueSchema, r.payload).value === "e5")!;
+    const refused = (await db.em().find(OutboxEvent, {})).find((r) => widgetValue(r.payload) === "e5")!;
     t.is(refused.attempts, 1);
     t.is(refused.lastError, "bus hiccup");
     // Only the window it was in could overtake it: e0 (the probe) and e1..e4 went first.
@@ -494,7 +489,7 @@ for (const target of targets) {
   });
 
   test(name("notifies close together share one relay cycle; drain() does not wait"), async (t) => {
-    const { open, bus, subject, seen } = await fixture(t, target);
+    const { open, bus, events, seen } = await fixture(t, target);
     const db = await open();
     const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: 60_000, coalesceMs: 5_000 });
     t.teardown(() => relay.stop());
@@ -502,20 +497,20 @@ for (const target of targets) {
     // The start-up pass must be over before the first row exists: had it published that row, the
     // notify below would queue a cycle that then takes the second row early.
     await relay.drain();
-    await addWidget(db, subject("widget.created"), "first");
+    await addWidget(db, events.created, "first");
     relay.notify();
     // Read from the table, not the subscription: a cycle marks its rows as it ends, while delivery
     // to a subscriber on a loaded machine can take longer than the window.
     await until(async () => (await unpublished()) === 0, "the first event");
 
     // The cycle that published it started a moment ago: this one waits out the rest of the 5 s.
-    await addWidget(db, subject("widget.created"), "second");
+    await addWidget(db, events.created, "second");
     relay.notify();
     await new Promise((r) => setTimeout(r, 300));
     t.is(await unpublished(), 1, "not relayed inside the coalescing window");
     await until(async () => (await unpublished()) === 0, "the second event after the window");
 
-    await addWidget(db, subject("widget.created"), "third");
+    await addWidget(db, events.created, "third");
     await relay.drain();
     await until(() => seen.length === 3, "the drained event");
     t.deepEqual(seen.map(text), ["first", "second", "third"]);

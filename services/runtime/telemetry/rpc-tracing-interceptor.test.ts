@@ -8,7 +8,7 @@ import { DataPointType, MeterProvider, MetricReader, type HistogramMetricData } 
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import test from "ava";
 import { AssetService } from "../../../gen/tracking/v1/asset_pb.js";
-import { buildRoutes, defineService, startServiceHost } from "../host/index.js";
+import { buildRoutes, definePartialService, startServiceHost } from "../host/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./rpc-tracing-interceptor.js";
 
 class TestMetricReader extends MetricReader {
@@ -26,7 +26,7 @@ const telemetry = { tracerProvider, meterProvider, propagator };
 
 const routes = buildRoutes({
   services: [
-    defineService(AssetService, {
+    definePartialService(AssetService, {
       getAsset(req) {
         if (req.id !== "a-1") {
           throw new ConnectError("no such asset", Code.NotFound);

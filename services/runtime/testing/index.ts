@@ -2,3 +2,4 @@
 export { realInfra, type RealInfra } from "./real-infra.js";
 export { testLogger } from "./test-logger.js";
 export { createTestDatabaseUrl, type TestDatabase } from "../database/test-database.js";
+export { widgetEvents, type WidgetEvents } from "./test-events.js";

@@ -1,20 +1,11 @@
-// The paging rule every list shares: page >= 1 (default 1), 1 <= pageSize <= 200 (default 50).
+// The paging rule every list shares (page-rule.ts), answering InvalidArgument for a bad page.
 import { invalidArgument } from "../errors/index.js";
+import { checkPage, type PageRequest } from "./page-rule.js";
 
-export interface PageRequest {
-  page: number;
-  pageSize: number;
-  offset: number;
-}
-
-export const maxPageSize = 200;
+export { maxPageSize, type PageRequest } from "./page-rule.js";
 
 export function resolvePage(input: { page?: number; pageSize?: number }, defaults = { pageSize: 50 }): PageRequest {
-  const page = input.page ?? 1;
-  const pageSize = input.pageSize ?? defaults.pageSize;
-  const violations = [];
-  if (page < 1) violations.push({ field: "page", description: "must be 1 or more" });
-  if (pageSize < 1 || pageSize > maxPageSize) violations.push({ field: "page_size", description: `must be from 1 to ${maxPageSize}` });
-  if (violations.length) throw invalidArgument(violations);
-  return { page, pageSize, offset: (page - 1) * pageSize };
+  const checked = checkPage(input, defaults);
+  if (!checked.ok) throw invalidArgument(checked.violations);
+  return checked.value;
 }

@@ -8,7 +8,7 @@ import { BadRequestSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { CreateBookRequestSchema, GetBookRequestSchema } from "../../../gen/meshwork/testing/v1/transcoding_pb.js";
 import { AssetService, type AssetInput } from "../../../gen/tracking/v1/asset_pb.js";
 import { ObservationService } from "../../../gen/tracking/v1/observation_pb.js";
-import { buildRoutes, createDirectTransport, defineService, errorInterceptor, startServiceHost } from "../host/index.js";
+import { buildRoutes, createDirectTransport, definePartialService, errorInterceptor, startServiceHost } from "../host/index.js";
 import { memoryLogger } from "../host/test-fixtures.js";
 import { invalidTextFields, requiredFieldsInterceptor, textIntegrityInterceptor } from "./index.js";
 
@@ -59,13 +59,13 @@ async function startHost() {
   const logger = memoryLogger();
   const seen: string[] = [];
   const services = [
-    defineService(AssetService, {
+    definePartialService(AssetService, {
       createAsset(req) {
         seen.push(req.asset?.name ?? "");
         return { id: "7d1f6c3e-0000-4000-8000-000000000001", name: req.asset?.name ?? "" };
       },
     }),
-    defineService(ObservationService, {
+    definePartialService(ObservationService, {
       async streamIngestObservations(requests) {
         let accepted = 0;
         for await (const input of requests) {

@@ -2,9 +2,8 @@
 // inside the limit, the export cap and the acknowledgement inputs.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, type ConnectError } from "@connectrpc/connect";
 import test from "ava";
-import { BadRequestSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import type { Checked } from "../../runtime/errors/field-violation.js";
 import { ListAlertsRequestSchema } from "../../../gen/tracking/v1/breach_pb.js";
 import {
   capExport,
@@ -16,21 +15,18 @@ import {
   resolveBulkIds,
 } from "./alert-query.js";
 
-function violatedFields(fn: () => unknown): string[] {
-  const err = (() => {
-    try {
-      fn();
-    } catch (e) {
-      return e;
-    }
-    throw new Error("expected a throw");
-  })() as ConnectError;
-  if (err.code !== Code.InvalidArgument) throw new Error(`expected InvalidArgument, got ${err.code}`);
-  return err.findDetails(BadRequestSchema).flatMap((d) => d.fieldViolations.map((v) => v.field));
+function violatedFields(checked: Checked<unknown>): string[] {
+  if (checked.ok) throw new Error("expected violations");
+  return checked.violations.map((v) => v.field);
+}
+
+function value<T>(checked: Checked<T>): T {
+  if (!checked.ok) throw new Error(`unexpected violations: ${JSON.stringify(checked.violations)}`);
+  return checked.value;
 }
 
 test("defaults: every row, limit 100, page 1 of 50, json", (t) => {
-  t.deepEqual(resolveAlertQuery(create(ListAlertsRequestSchema)), {
+  t.deepEqual(value(resolveAlertQuery(create(ListAlertsRequestSchema))), {
     filter: {},
     limit: 100,
     page: { page: 1, pageSize: 50, offset: 0 },
@@ -40,26 +36,29 @@ test("defaults: every row, limit 100, page 1 of 50, json", (t) => {
 
 test("unacknowledged maps to the acknowledged column; ids are lower-cased; since becomes a Date", (t) => {
   const since = new Date("2025-01-02T03:04:05.678Z");
-  const open = resolveAlertQuery({
-    unacknowledged: true,
-    deviceId: "AAAAAAAA-0000-4000-8000-000000000000",
-    since: timestampFromDate(since),
-  });
+  const open = value(
+    resolveAlertQuery({
+      unacknowledged: true,
+      deviceId: "AAAAAAAA-0000-4000-8000-000000000000",
+      since: timestampFromDate(since),
+    }),
+  );
   t.deepEqual(open.filter, { acknowledged: false, deviceId: "aaaaaaaa-0000-4000-8000-000000000000", since });
-  t.deepEqual(resolveAlertQuery({ unacknowledged: false }).filter, { acknowledged: true });
-  t.is(resolveAlertQuery({ format: " CSV " }).format, "csv");
-  t.is(resolveAlertQuery({ format: "" }).format, "json");
+  t.deepEqual(value(resolveAlertQuery({ unacknowledged: false })).filter, { acknowledged: true });
+  t.is(value(resolveAlertQuery({ format: " CSV " })).format, "csv");
+  t.is(value(resolveAlertQuery({ format: "" })).format, "json");
 });
 
 test("every bad parameter is named at once, paging ones included", (t) => {
-  t.deepEqual(
-    violatedFields(() => resolveAlertQuery({ deviceId: "x", assetId: "y", limit: 0, format: "xml", page: 0, pageSize: 500 })),
-    ["device_id", "asset_id", "limit", "format", "page", "page_size"],
-  );
-  t.deepEqual(
-    violatedFields(() => resolveAlertQuery({ pageSize: 201 })),
-    ["page_size"],
-  );
+  t.deepEqual(violatedFields(resolveAlertQuery({ deviceId: "x", assetId: "y", limit: 0, format: "xml", page: 0, pageSize: 500 })), [
+    "device_id",
+    "asset_id",
+    "limit",
+    "format",
+    "page",
+    "page_size",
+  ]);
+  t.deepEqual(violatedFields(resolveAlertQuery({ pageSize: 201 })), ["page_size"]);
 });
 
 test("a page is clipped to the limit and empty past it", (t) => {
@@ -80,18 +79,12 @@ test("an export reads one row past the cap only when the limit allows more, and 
 });
 
 test("acknowledgement inputs: blank by is null, long by refused, ids deduplicated, bad ids named by index", (t) => {
-  t.is(resolveAcknowledgedBy(undefined), null);
-  t.is(resolveAcknowledgedBy("  "), null);
-  t.is(resolveAcknowledgedBy(" ops "), "ops");
-  t.deepEqual(
-    violatedFields(() => resolveAcknowledgedBy("x".repeat(201))),
-    ["acknowledged_by"],
-  );
+  t.is(value(resolveAcknowledgedBy(undefined)), null);
+  t.is(value(resolveAcknowledgedBy("  ")), null);
+  t.is(value(resolveAcknowledgedBy(" ops ")), "ops");
+  t.deepEqual(violatedFields(resolveAcknowledgedBy("x".repeat(201))), ["acknowledged_by"]);
   const id = "0f0f0f0f-0000-4000-8000-000000000000";
-  t.deepEqual(resolveBulkIds([id, id.toUpperCase()]), [id]);
-  t.deepEqual(resolveBulkIds([]), []);
-  t.deepEqual(
-    violatedFields(() => resolveBulkIds([id, "nope", "", id])),
-    ["ids[1]", "ids[2]"],
-  );
+  t.deepEqual(value(resolveBulkIds([id, id.toUpperCase()])), [id]);
+  t.deepEqual(value(resolveBulkIds([])), []);
+  t.deepEqual(violatedFields(resolveBulkIds([id, "nope", "", id])), ["ids[1]", "ids[2]"]);
 });

@@ -1,10 +1,9 @@
 // The ListAlertsRequest rules shared by the breach and speed-alert lists: which rows a request
-// selects, which of them one page or one export holds, and what format it answers. No I/O here.
-import { ConnectError } from "@connectrpc/connect";
+// selects, which of them one page or one export holds, and what format it answers. No I/O here;
+// refusals come back as field violations, which the handlers answer as InvalidArgument.
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { BadRequestSchema } from "../../../gen/google/rpc/error_details_pb.js";
-import { invalidArgument, isUuid, truncate, type FieldViolation } from "../../runtime/errors/index.js";
-import { resolvePage, type PageRequest } from "../../runtime/validation/index.js";
+import { isUuid, truncate, type Checked, type FieldViolation } from "../../runtime/errors/field-violation.js";
+import { checkPage, type PageRequest } from "../../runtime/validation/page-rule.js";
 
 export const alertFormats = ["json", "csv"] as const;
 export type AlertFormat = (typeof alertFormats)[number];
@@ -40,8 +39,8 @@ export interface AlertQuery {
   format: AlertFormat;
 }
 
-/** Checks a list request; InvalidArgument naming every bad parameter by its proto name. */
-export function resolveAlertQuery(req: ListAlertsRequestLike): AlertQuery {
+/** Checks a list request: the query, or every bad parameter named by its proto name. */
+export function resolveAlertQuery(req: ListAlertsRequestLike): Checked<AlertQuery> {
   const violations: FieldViolation[] = [];
   const uuid = (field: string, value: string | undefined) => {
     if (value === undefined) return undefined;
@@ -64,17 +63,11 @@ export function resolveAlertQuery(req: ListAlertsRequestLike): AlertQuery {
   const format = parseFormat(req.format);
   if (!format) violations.push({ field: "format", description: `must be one of ${alertFormats.join(", ")}` });
 
-  let page: PageRequest | undefined;
-  try {
-    page = resolvePage({ page: req.page, pageSize: req.pageSize });
-  } catch (err) {
-    // Paging problems are reported with the others, not one round trip after them.
-    const paging = err instanceof ConnectError ? err.findDetails(BadRequestSchema).flatMap((d) => d.fieldViolations) : [];
-    if (!paging.length) throw err;
-    violations.push(...paging.map(({ field, description }) => ({ field, description })));
-  }
-  if (violations.length || !page || !format) throw invalidArgument(violations);
-  return { filter, limit, page, format };
+  // Paging problems are reported with the others, not one round trip after them.
+  const page = checkPage({ page: req.page, pageSize: req.pageSize });
+  if (!page.ok) violations.push(...page.violations);
+  if (violations.length || !page.ok || !format) return { ok: false, violations };
+  return { ok: true, value: { filter, limit, page: page.value, format } };
 }
 
 /** Case and surrounding blanks do not matter; absent or empty means json. */
@@ -116,22 +109,22 @@ export function exportHeaders(filename: string, truncated: boolean): Record<stri
 const maxAcknowledgedByLength = 200;
 
 /** Who acknowledged: trimmed, blank as absent, bounded so one field cannot carry a document. */
-export function resolveAcknowledgedBy(value: string | undefined): string | null {
+export function resolveAcknowledgedBy(value: string | undefined): Checked<string | null> {
   const trimmed = value?.trim() ?? "";
   if (trimmed.length > maxAcknowledgedByLength) {
-    throw invalidArgument([{ field: "acknowledged_by", description: `must be at most ${maxAcknowledgedByLength} characters` }]);
+    return { ok: false, violations: [{ field: "acknowledged_by", description: `must be at most ${maxAcknowledgedByLength} characters` }] };
   }
-  return trimmed === "" ? null : trimmed;
+  return { ok: true, value: trimmed === "" ? null : trimmed };
 }
 
 /** The ids of a bulk acknowledgement, lower-cased and deduplicated; a malformed one names its index. */
-export function resolveBulkIds(ids: readonly string[]): string[] {
+export function resolveBulkIds(ids: readonly string[]): Checked<string[]> {
   const violations: FieldViolation[] = [];
   const unique = new Set<string>();
   ids.forEach((id, i) => {
     if (isUuid(id)) unique.add(id.toLowerCase());
     else violations.push({ field: `ids[${i}]`, description: `'${truncate(id)}' is not a valid uuid` });
   });
-  if (violations.length) throw invalidArgument(violations);
-  return [...unique];
+  if (violations.length) return { ok: false, violations };
+  return { ok: true, value: [...unique] };
 }

@@ -1,5 +1,5 @@
 // Pure rules for the Asset body: what a valid create/update looks like. No I/O here.
-import type { FieldViolation } from "../../runtime/errors/index.js";
+import type { FieldViolation } from "../../runtime/errors/field-violation.js";
 
 export interface AssetFields {
   name: string | null;

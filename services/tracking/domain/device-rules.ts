@@ -1,6 +1,6 @@
 // Pure rules for the Device body of create and update: what may be stored, and which problems
 // are malformed input (400). Whether referenced rows exist is the handler's question (404).
-import { isUuid, truncate, type FieldViolation } from "../../runtime/errors/index.js";
+import { isUuid, truncate, type FieldViolation } from "../../runtime/errors/field-violation.js";
 
 export interface DeviceFields {
   identifier: string | null;

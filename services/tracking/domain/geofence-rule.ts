@@ -1,7 +1,7 @@
 // Geofence rules: what a valid fence body is, and when a position is inside a fence. Entering
 // needs the fix inside the circle; leaving needs the whole accuracy disc outside it
 // (`distance - accuracy > radius`), so GPS noise at the edge does not flap Enter/Exit. Pure, no I/O.
-import type { FieldViolation } from "../../runtime/errors/index.js";
+import type { FieldViolation } from "../../runtime/errors/field-violation.js";
 import { haversineMeters } from "./geo.js";
 
 export type BreachEventType = "Enter" | "Exit";

@@ -1,7 +1,7 @@
 // Pure rules for the integration feed bodies (create, update) and for the feed-only fields of a
 // feed observation: what may be stored, and which problems are malformed input (400). Whether
 // referenced rows exist, and what is stored already, is the handler's question.
-import { isUuid, truncate, type FieldViolation } from "../../runtime/errors/index.js";
+import { isUuid, truncate, type FieldViolation } from "../../runtime/errors/field-violation.js";
 import { findProvider, providerIds } from "./integration-providers.js";
 import { keepStoredSecrets, maskedValue, nestsDeeperThan, type JsonValue } from "./integration-secrets.js";
 import { mergeTags } from "./integration-tags.js";

@@ -1,6 +1,6 @@
 // Pure rules for an incoming observation: what a well-formed, plausible position report is and
 // how it names its device. Nothing here reads the database or the clock (the caller passes now).
-import { isUuid, type FieldViolation } from "../../runtime/errors/index.js";
+import { isUuid, type FieldViolation } from "../../runtime/errors/field-violation.js";
 import { maxSpeedKmh } from "./asset-rules.js";
 import { isNullIsland } from "./geo.js";
 import type { CheckedObservation, DeviceReference, ObservationInputLike } from "./observation-types.js";

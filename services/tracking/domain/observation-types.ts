@@ -1,5 +1,4 @@
-// Shapes shared by the observation rules, the engine and the handlers. Pure types, no I/O.
-import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
+// Shapes shared by the observation rules, the ingest path and the handlers. Pure types, no I/O.
 
 export type ObservationSource = "api" | "ingest" | "simulation" | "integration" | "bulk";
 
@@ -32,9 +31,4 @@ export interface CheckedObservation {
   speedKmh: number | null;
   headingDegrees: number | null;
   metadata: string | null;
-}
-
-export interface AlertFindings {
-  speedAlerts: SpeedAlertRow[];
-  breaches: BreachRow[];
 }

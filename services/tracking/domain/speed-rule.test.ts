@@ -1,24 +1,25 @@
 // The speed-alert rule: strictly above the threshold, the asset's or the default, once per cooldown.
 import test from "ava";
-import { judgeSpeed } from "./speed-rule.js";
+import { cooledDown, judgeThreshold } from "./speed-rule.js";
 
 const at = (minutes: number) => new Date(Date.UTC(2026, 0, 1, 12, minutes));
-const base = { assetThresholdKmh: 90, defaultThresholdKmh: 120, observedAt: at(10), lastAlertAt: null, cooldownMs: 5 * 60_000 };
+const cooldownMs = 5 * 60_000;
 
-test("under and at the threshold: nothing; above: an alert", (t) => {
-  t.like(judgeSpeed({ ...base, speedKmh: 80 }), { over: false, raise: false, thresholdKmh: 90 });
-  t.like(judgeSpeed({ ...base, speedKmh: 90 }), { over: false, raise: false });
-  t.like(judgeSpeed({ ...base, speedKmh: 90.1 }), { over: true, raise: true });
-  t.like(judgeSpeed({ ...base, speedKmh: null }), { over: false, raise: false }, "no speed reported");
+test("under and at the threshold: nothing; above: over", (t) => {
+  t.deepEqual(judgeThreshold(80, 90, 120), { over: false, thresholdKmh: 90 });
+  t.like(judgeThreshold(90, 90, 120), { over: false });
+  t.like(judgeThreshold(90.1, 90, 120), { over: true });
+  t.like(judgeThreshold(null, 90, 120), { over: false }, "no speed reported");
 });
 
 test("an asset without a threshold (or no asset) uses the default", (t) => {
-  t.like(judgeSpeed({ ...base, assetThresholdKmh: null, speedKmh: 110 }), { thresholdKmh: 120, raise: false });
-  t.like(judgeSpeed({ ...base, assetThresholdKmh: null, speedKmh: 121 }), { thresholdKmh: 120, raise: true });
+  t.deepEqual(judgeThreshold(110, null, 120), { thresholdKmh: 120, over: false });
+  t.deepEqual(judgeThreshold(121, null, 120), { thresholdKmh: 120, over: true });
 });
 
 test("the cooldown runs from the last alert's time, measured in observation time", (t) => {
-  t.like(judgeSpeed({ ...base, speedKmh: 150, lastAlertAt: at(6) }), { over: true, raise: false }, "4 minutes later");
-  t.like(judgeSpeed({ ...base, speedKmh: 150, lastAlertAt: at(5) }), { raise: true }, "exactly 5 minutes later");
-  t.like(judgeSpeed({ ...base, speedKmh: 150, lastAlertAt: at(12) }), { raise: false }, "an alert newer than the reading");
+  t.true(cooledDown(at(10), null, cooldownMs), "no alert before");
+  t.false(cooledDown(at(10), at(6), cooldownMs), "4 minutes later");
+  t.true(cooledDown(at(10), at(5), cooldownMs), "exactly 5 minutes later");
+  t.false(cooledDown(at(10), at(12), cooldownMs), "an alert newer than the reading");
 });

@@ -1,26 +1,64 @@
-// Subjects and the JetStream stream of the tracking service (`tracking.v1.<entity>.<verb>`).
-// Each subject's payload is the message of the same name in proto/tracking/v1/events.proto.
-import type { StreamDefinition } from "../../runtime/bus/index.js";
+// The tracking service's events and the JetStream stream that keeps them. Subjects are not
+// written here: each is the (meshwork.api.v1.event) option of its message in
+// proto/tracking/v1/events.proto, read from the descriptors when this module loads, so a
+// message without one stops the process at start-up.
+import {
+  AssetCreatedSchema,
+  AssetDeletedSchema,
+  AssetUpdatedSchema,
+  DeviceCreatedSchema,
+  DeviceDeletedSchema,
+  DeviceUpdatedSchema,
+  file_tracking_v1_events,
+  GeofenceBreachAcknowledgedSchema,
+  GeofenceBreachDetectedSchema,
+  GeofenceCreatedSchema,
+  GeofenceDeletedSchema,
+  GeofenceUpdatedSchema,
+  IntegrationFeedCreatedSchema,
+  IntegrationFeedDeletedSchema,
+  IntegrationFeedUpdatedSchema,
+  ObservationRecordedSchema,
+  SpeedAlertAcknowledgedSchema,
+  SpeedAlertRaisedSchema,
+  WebhookTestRequestedSchema,
+} from "../../../gen/tracking/v1/events_pb.js";
+import { eventSubjectsOf, subjectMatches, type StreamDefinition } from "../../runtime/bus/index.js";
 
-export const trackingStream: StreamDefinition = { name: "TRACKING", subjects: ["tracking.v1.>"] };
+export const trackingStream: StreamDefinition = { name: "TRACKING", subjects: [`${file_tracking_v1_events.proto.package}.>`] };
 
-export const subjects = {
-  assetCreated: "tracking.v1.asset.created",
-  assetUpdated: "tracking.v1.asset.updated",
-  assetDeleted: "tracking.v1.asset.deleted",
-  deviceCreated: "tracking.v1.device.created",
-  deviceUpdated: "tracking.v1.device.updated",
-  deviceDeleted: "tracking.v1.device.deleted",
-  observationRecorded: "tracking.v1.observation.recorded",
-  geofenceCreated: "tracking.v1.geofence.created",
-  geofenceUpdated: "tracking.v1.geofence.updated",
-  geofenceDeleted: "tracking.v1.geofence.deleted",
-  breachDetected: "tracking.v1.breach.detected",
-  breachAcknowledged: "tracking.v1.breach.acknowledged",
-  speedAlertRaised: "tracking.v1.speed_alert.raised",
-  speedAlertAcknowledged: "tracking.v1.speed_alert.acknowledged",
-  integrationFeedCreated: "tracking.v1.integration_feed.created",
-  integrationFeedUpdated: "tracking.v1.integration_feed.updated",
-  integrationFeedDeleted: "tracking.v1.integration_feed.deleted",
-  webhookTestRequested: "tracking.v1.webhook.test_requested",
+/** The event messages by the names code uses for them (a name, not a subject). */
+export const trackingEvents = {
+  assetCreated: AssetCreatedSchema,
+  assetUpdated: AssetUpdatedSchema,
+  assetDeleted: AssetDeletedSchema,
+  deviceCreated: DeviceCreatedSchema,
+  deviceUpdated: DeviceUpdatedSchema,
+  deviceDeleted: DeviceDeletedSchema,
+  observationRecorded: ObservationRecordedSchema,
+  geofenceCreated: GeofenceCreatedSchema,
+  geofenceUpdated: GeofenceUpdatedSchema,
+  geofenceDeleted: GeofenceDeletedSchema,
+  breachDetected: GeofenceBreachDetectedSchema,
+  breachAcknowledged: GeofenceBreachAcknowledgedSchema,
+  speedAlertRaised: SpeedAlertRaisedSchema,
+  speedAlertAcknowledged: SpeedAlertAcknowledgedSchema,
+  integrationFeedCreated: IntegrationFeedCreatedSchema,
+  integrationFeedUpdated: IntegrationFeedUpdatedSchema,
+  integrationFeedDeleted: IntegrationFeedDeletedSchema,
+  webhookTestRequested: WebhookTestRequestedSchema,
 } as const;
+
+const declared = eventSubjectsOf(file_tracking_v1_events);
+for (const [message, subject] of declared) {
+  if (!trackingStream.subjects.some((pattern) => subjectMatches(pattern, subject))) {
+    throw new Error(
+      `${message.typeName}: subject ${subject} is outside the ${trackingStream.name} stream (${trackingStream.subjects.join(", ")})`,
+    );
+  }
+}
+
+/** Each event's subject, under the same name as in trackingEvents (e.g. `subjects.breachDetected`). */
+export const subjects = Object.fromEntries(Object.entries(trackingEvents).map(([name, schema]) => [name, declared.get(schema)!])) as {
+  readonly [Name in keyof typeof trackingEvents]: string;
+};

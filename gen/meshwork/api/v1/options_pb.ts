@@ -8,7 +8,7 @@
 
 import type { GenEnum, GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { MethodOptions, ServiceOptions } from "@bufbuild/protobuf/wkt";
+import type { MessageOptions, MethodOptions, ServiceOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meshwork/api/v1/options.proto.
  */
 export const file_meshwork_api_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tZXNod29yay9hcGkvdjEvb3B0aW9ucy5wcm90bxIPbWVzaHdvcmsuYXBpLnYxIkMKCkF1dGhQb2xpY3kSJwoEa2luZBgBIAEoDjIZLm1lc2h3b3JrLmFwaS52MS5BdXRoS2luZBIMCgRyb2xlGAIgASgJIrABCglSZXN0U3R5bGUSMAoLZXJyb3Jfc3R5bGUYASABKA4yGy5tZXNod29yay5hcGkudjEuRXJyb3JTdHlsZRIwCgtqc29uX25hbWluZxgCIAEoDjIbLm1lc2h3b3JrLmFwaS52MS5Kc29uTmFtaW5nEiIKGmZhaWxlZF9wcmVjb25kaXRpb25fc3RhdHVzGAMgASgNEhsKE2VtaXRfbnVsbF9mb3JfdW5zZXQYBCABKAgqogEKDVN1Y2Nlc3NTdGF0dXMSHgoaU1VDQ0VTU19TVEFUVVNfVU5TUEVDSUZJRUQQABIWChFTVUNDRVNTX1NUQVRVU19PSxDIARIbChZTVUNDRVNTX1NUQVRVU19DUkVBVEVEEMkBEhwKF1NVQ0NFU1NfU1RBVFVTX0FDQ0VQVEVEEMoBEh4KGVNVQ0NFU1NfU1RBVFVTX05PX0NPTlRFTlQQzAEqZgoKRXJyb3JTdHlsZRIbChdFUlJPUl9TVFlMRV9VTlNQRUNJRklFRBAAEhwKGEVSUk9SX1NUWUxFX1BST0JMRU1fSlNPThABEh0KGUVSUk9SX1NUWUxFX0VSUk9SX01FU1NBR0UQAipiCgpKc29uTmFtaW5nEhsKF0pTT05fTkFNSU5HX1VOU1BFQ0lGSUVEEAASGwoXSlNPTl9OQU1JTkdfTE9XRVJfQ0FNRUwQARIaChZKU09OX05BTUlOR19QUk9UT19OQU1FEAIqZgoIQXV0aEtpbmQSGQoVQVVUSF9LSU5EX1VOU1BFQ0lGSUVEEAASEgoOQVVUSF9LSU5EX05PTkUQARIVChFBVVRIX0tJTkRfQVBJX0tFWRACEhQKEEFVVEhfS0lORF9CRUFSRVIQAzpnCg5zdWNjZXNzX3N0YXR1cxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yHi5tZXNod29yay5hcGkudjEuU3VjY2Vzc1N0YXR1c1INc3VjY2Vzc1N0YXR1czpRCgRhdXRoEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuo4DIAEoCzIbLm1lc2h3b3JrLmFwaS52MS5BdXRoUG9saWN5UgRhdXRoOkUKDWJvZHlfb3B0aW9uYWwSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi7jgMgASgIUgxib2R5T3B0aW9uYWw6UQoEcmVzdBIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi5jgMgASgLMhoubWVzaHdvcmsuYXBpLnYxLlJlc3RTdHlsZVIEcmVzdDphCgxkZWZhdWx0X2F1dGgSHy5nb29nbGUucHJvdG9idWYuU2VydmljZU9wdGlvbnMYuo4DIAEoCzIbLm1lc2h3b3JrLmFwaS52MS5BdXRoUG9saWN5UgtkZWZhdWx0QXV0aGIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("Ch1tZXNod29yay9hcGkvdjEvb3B0aW9ucy5wcm90bxIPbWVzaHdvcmsuYXBpLnYxIkMKCkF1dGhQb2xpY3kSJwoEa2luZBgBIAEoDjIZLm1lc2h3b3JrLmFwaS52MS5BdXRoS2luZBIMCgRyb2xlGAIgASgJIrABCglSZXN0U3R5bGUSMAoLZXJyb3Jfc3R5bGUYASABKA4yGy5tZXNod29yay5hcGkudjEuRXJyb3JTdHlsZRIwCgtqc29uX25hbWluZxgCIAEoDjIbLm1lc2h3b3JrLmFwaS52MS5Kc29uTmFtaW5nEiIKGmZhaWxlZF9wcmVjb25kaXRpb25fc3RhdHVzGAMgASgNEhsKE2VtaXRfbnVsbF9mb3JfdW5zZXQYBCABKAgiHwoMRXZlbnRPcHRpb25zEg8KB3N1YmplY3QYASABKAkqogEKDVN1Y2Nlc3NTdGF0dXMSHgoaU1VDQ0VTU19TVEFUVVNfVU5TUEVDSUZJRUQQABIWChFTVUNDRVNTX1NUQVRVU19PSxDIARIbChZTVUNDRVNTX1NUQVRVU19DUkVBVEVEEMkBEhwKF1NVQ0NFU1NfU1RBVFVTX0FDQ0VQVEVEEMoBEh4KGVNVQ0NFU1NfU1RBVFVTX05PX0NPTlRFTlQQzAEqZgoKRXJyb3JTdHlsZRIbChdFUlJPUl9TVFlMRV9VTlNQRUNJRklFRBAAEhwKGEVSUk9SX1NUWUxFX1BST0JMRU1fSlNPThABEh0KGUVSUk9SX1NUWUxFX0VSUk9SX01FU1NBR0UQAipiCgpKc29uTmFtaW5nEhsKF0pTT05fTkFNSU5HX1VOU1BFQ0lGSUVEEAASGwoXSlNPTl9OQU1JTkdfTE9XRVJfQ0FNRUwQARIaChZKU09OX05BTUlOR19QUk9UT19OQU1FEAIqZgoIQXV0aEtpbmQSGQoVQVVUSF9LSU5EX1VOU1BFQ0lGSUVEEAASEgoOQVVUSF9LSU5EX05PTkUQARIVChFBVVRIX0tJTkRfQVBJX0tFWRACEhQKEEFVVEhfS0lORF9CRUFSRVIQAzpnCg5zdWNjZXNzX3N0YXR1cxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yHi5tZXNod29yay5hcGkudjEuU3VjY2Vzc1N0YXR1c1INc3VjY2Vzc1N0YXR1czpRCgRhdXRoEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuo4DIAEoCzIbLm1lc2h3b3JrLmFwaS52MS5BdXRoUG9saWN5UgRhdXRoOkUKDWJvZHlfb3B0aW9uYWwSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi7jgMgASgIUgxib2R5T3B0aW9uYWw6UQoEcmVzdBIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi5jgMgASgLMhoubWVzaHdvcmsuYXBpLnYxLlJlc3RTdHlsZVIEcmVzdDphCgxkZWZhdWx0X2F1dGgSHy5nb29nbGUucHJvdG9idWYuU2VydmljZU9wdGlvbnMYuo4DIAEoCzIbLm1lc2h3b3JrLmFwaS52MS5BdXRoUG9saWN5UgtkZWZhdWx0QXV0aDpWCgVldmVudBIfLmdvb2dsZS5wcm90b2J1Zi5NZXNzYWdlT3B0aW9ucxi5jgMgASgLMh0ubWVzaHdvcmsuYXBpLnYxLkV2ZW50T3B0aW9uc1IFZXZlbnRiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * The auth policy of a method or, as a default, of a whole service.
@@ -81,6 +81,29 @@ export type RestStyle = Message<"meshwork.api.v1.RestStyle"> & {
  */
 export const RestStyleSchema: GenMessage<RestStyle> = /*@__PURE__*/
   messageDesc(file_meshwork_api_v1_options, 1);
+
+/**
+ * What the event bus needs to know about an event message (a message of an events.proto).
+ *
+ * @generated from message meshwork.api.v1.EventOptions
+ */
+export type EventOptions = Message<"meshwork.api.v1.EventOptions"> & {
+  /**
+   * The subject the message is published on, `<service>.v1.<entity>.<past-tense verb>`, e.g.
+   * `tracking.v1.observation.recorded`. Required on every message of an events.proto: the
+   * runtime refuses to start with an event message that has none.
+   *
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+};
+
+/**
+ * Describes the message meshwork.api.v1.EventOptions.
+ * Use `create(EventOptionsSchema)` to create a new message.
+ */
+export const EventOptionsSchema: GenMessage<EventOptions> = /*@__PURE__*/
+  messageDesc(file_meshwork_api_v1_options, 2);
 
 /**
  * The HTTP status a REST front answers when a method succeeds.
@@ -275,4 +298,12 @@ export const rest: GenExtension<ServiceOptions, RestStyle> = /*@__PURE__*/
  */
 export const default_auth: GenExtension<ServiceOptions, AuthPolicy> = /*@__PURE__*/
   extDesc(file_meshwork_api_v1_options, 4);
+
+/**
+ * Marks an event message and names its subject; stated here once, read from the descriptors.
+ *
+ * @generated from extension: meshwork.api.v1.EventOptions event = 51001;
+ */
+export const event: GenExtension<MessageOptions, EventOptions> = /*@__PURE__*/
+  extDesc(file_meshwork_api_v1_options, 5);
 

@@ -4,7 +4,7 @@
 import test from "ava";
 import { startTestMesh, type TestMesh } from "../../../test/support/start-mesh.js";
 import { readSql } from "./record-chunk.js";
-import { pgArray, queryOn, type Query } from "./sql.js";
+import { pgArray, queryOn, type Query } from "../store/sql.js";
 
 let mesh: TestMesh;
 let q: Query;

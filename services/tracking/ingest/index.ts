@@ -26,8 +26,9 @@ export async function createTrackingEngine(deps: Omit<TrackingDeps, "engine">, o
 
   // Subscribe before the first load, so a fence changed in between is not missed; the index's
   // version check makes the order in which the two arrive irrelevant.
-  const subscription = await deps.bus.subscribe({ stream: trackingStream.name, filterSubjects: ["tracking.v1.geofence.>"] }, (m) =>
-    onGeofenceEvent(index, m),
+  const subscription = await deps.bus.subscribe(
+    { stream: trackingStream.name, filterSubjects: [subjects.geofenceCreated, subjects.geofenceUpdated, subjects.geofenceDeleted] },
+    (m) => onGeofenceEvent(index, m),
   );
 
   let reloading: Promise<void> | undefined;

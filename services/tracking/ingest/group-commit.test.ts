@@ -9,7 +9,7 @@ import { ObservationRecordedSchema } from "../../../gen/tracking/v1/events_pb.js
 import type { BusMessage } from "../../runtime/bus/index.js";
 import { createLogger } from "../../runtime/logging/index.js";
 import { startTelemetry, type Telemetry } from "../../runtime/telemetry/index.js";
-import { queryOn, toDate } from "./sql.js";
+import { queryOn, toDate } from "../store/sql.js";
 
 let telemetry: Telemetry;
 let mesh: TestMesh;

@@ -11,21 +11,19 @@
 //      the rules will look at (after 1, so it sees everything committed under those locks);
 //   3. last-seen, geofence states, speed alerts, breaches and the events (the outbox's rows), in
 //      one statement.
-import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Context } from "@opentelemetry/api";
 import { randomUUID } from "node:crypto";
 import { GeofenceBreachDetectedSchema, SpeedAlertRaisedSchema } from "../../../gen/tracking/v1/events_pb.js";
 import { evaluateFences } from "../domain/geofence-rule.js";
 import type { CheckedObservation, ObservationSource } from "../domain/observation-types.js";
-import { judgeSpeed } from "../domain/speed-rule.js";
-import { subjects } from "../events/subjects.js";
+import { cooledDown, judgeThreshold, type ThresholdVerdict } from "../domain/speed-rule.js";
 import { toBreach, toSpeedAlert } from "../mappers/to-message.js";
 import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
 import type { ObservationRow } from "../store/observation-entity.js";
-import type { OutboxInsert } from "../../runtime/outbox/index.js";
+import type { OutboxInsert, Transaction } from "../../runtime/outbox/index.js";
 import { EventBatch } from "./event-batch.js";
 import type { FenceIndex, IndexedFence } from "./fence-index.js";
-import { pgArray, queryOn, toDate, toDateOrNull, type Query } from "./sql.js";
+import { pgArray, queryOn, toDate, toDateOrNull, type Query } from "../store/sql.js";
 
 export interface ChunkItem {
   /** Position in the caller's input. */
@@ -69,6 +67,8 @@ interface PendingRow {
   row: ObservationRow;
   /** Ids of the fences the index proposes for this fix. */
   near: string[];
+  /** The fix against its device's threshold, judged once; the cooldown is applied in input order. */
+  speed: ThresholdVerdict;
 }
 
 interface StateChange {
@@ -80,8 +80,8 @@ interface StateChange {
 
 const noFences: readonly string[] = [];
 
-export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[], ctx: ChunkContext): Promise<Map<number, ChunkOutcome>> {
-  const q = queryOn(tx);
+export async function recordChunk(tx: Transaction, items: readonly ChunkItem[], ctx: ChunkContext): Promise<Map<number, ChunkOutcome>> {
+  const q = queryOn(tx.em);
   const outcomes = new Map<number, ChunkOutcome>();
   const now = new Date();
 
@@ -108,10 +108,11 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
     }
     firstOfKey.set(key, rows.length);
     const row = observationRow(item.observation, device, ctx.source, now);
-    rows.push({ item, device, row, near: proposeFences(ctx.index, row) });
+    const speed = judgeThreshold(row.speedKmh, device.assetThresholdKmh, ctx.defaultThresholdKmh);
+    rows.push({ item, device, row, near: proposeFences(ctx.index, row), speed });
   }
 
-  const { inserted, live } = await insertAndRead(q, rows, ctx);
+  const { inserted, live } = await insertAndRead(q, rows);
   const fresh = rows.filter((r) => inserted.has(r.row.id));
   for (const r of rows) {
     if (!inserted.has(r.row.id)) outcomes.set(r.item.index, { kind: "duplicate" });
@@ -122,22 +123,14 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
   const breaches: BreachRow[] = [];
   const events = new EventBatch(now);
   const stateChanges = new Map<string, StateChange>();
-  for (const { item, device, row, near } of fresh) {
+  for (const { item, device, row, near, speed } of fresh) {
     const found = { speedAlerts: [] as SpeedAlertRow[], breaches: [] as BreachRow[] };
     const inOrder = device.lastSeenAt === null || row.observedAt > device.lastSeenAt;
     if (inOrder) {
       device.lastSeenAt = row.observedAt;
       device.seenMoved = true;
 
-      const speed = judgeSpeed({
-        speedKmh: row.speedKmh,
-        assetThresholdKmh: device.assetThresholdKmh,
-        defaultThresholdKmh: ctx.defaultThresholdKmh,
-        observedAt: row.observedAt,
-        lastAlertAt: device.lastAlertAt ?? null,
-        cooldownMs: ctx.cooldownMs,
-      });
-      if (speed.raise) {
+      if (speed.over && cooledDown(row.observedAt, device.lastAlertAt ?? null, ctx.cooldownMs)) {
         device.lastAlertAt = row.observedAt;
         found.speedAlerts.push({ ...alertColumns(row, now), speedKmh: row.speedKmh!, thresholdKmh: speed.thresholdKmh });
       }
@@ -171,16 +164,10 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
 
     events.addObservationRecorded(row, item.context);
     for (const alert of found.speedAlerts) {
-      events.add(
-        subjects.speedAlertRaised,
-        SpeedAlertRaisedSchema,
-        { speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }) },
-        item.context,
-      );
+      events.add(SpeedAlertRaisedSchema, { speedAlert: toSpeedAlert(alert, { deviceIdentifier: device.identifier }) }, item.context);
     }
     for (const breach of found.breaches) {
       events.add(
-        subjects.breachDetected,
         GeofenceBreachDetectedSchema,
         { breach: toBreach(breach, { deviceIdentifier: device.identifier, geofenceName: live.get(breach.geofenceId)?.name ?? null }) },
         item.context,
@@ -190,7 +177,7 @@ export async function recordChunk(tx: EntityManager, items: readonly ChunkItem[]
 
   const moved: DeviceState[] = [];
   for (const d of devices.values()) if (d.seenMoved) moved.push(d);
-  await writeOutcomes(q, moved, [...stateChanges.values()], speedAlerts, breaches, events.inserts());
+  await writeOutcomes(q, moved, [...stateChanges.values()], speedAlerts, breaches, events.inserts(tx));
 
   for (const { item, first } of repeats) {
     const original = rows[first]!;
@@ -297,11 +284,7 @@ interface ReadRow {
  *   by primary key: written as `id in (select unnest(...) ...)` it hash-joined a sequential scan
  *   of every fence, most of the statement's time with 10,000 fences.
  */
-async function insertAndRead(
-  q: Query,
-  pending: PendingRow[],
-  ctx: ChunkContext,
-): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
+async function insertAndRead(q: Query, pending: PendingRow[]): Promise<{ inserted: Set<string>; live: Map<string, IndexedFence> }> {
   const inserted = new Set<string>();
   const live = new Map<string, IndexedFence>();
   if (!pending.length) return { inserted, live };
@@ -309,18 +292,10 @@ async function insertAndRead(
   const deviceIds = new Set<string>();
   const speeding = new Set<string>();
   const near = new Set<string>();
-  for (const { device, row, near: ids } of pending) {
+  for (const { device, near: ids, speed } of pending) {
     deviceIds.add(device.id);
     for (const id of ids) near.add(id);
-    const verdict = judgeSpeed({
-      speedKmh: row.speedKmh,
-      assetThresholdKmh: device.assetThresholdKmh,
-      defaultThresholdKmh: ctx.defaultThresholdKmh,
-      observedAt: row.observedAt,
-      lastAlertAt: null,
-      cooldownMs: ctx.cooldownMs,
-    });
-    if (verdict.over) speeding.add(device.id);
+    if (speed.over) speeding.add(device.id);
   }
   const rows = pending.map((p) => p.row);
   const read = await q<ReadRow>(readSql(speeding.size > 0), [

@@ -1,7 +1,8 @@
 // The hand-written ObservationRecorded encoding gives exactly toBinary's bytes, for every shape of
 // row: optional fields set or not (zero included), signed zeros, non-ASCII text, times on whole
-// seconds, before 1970 and far ahead.
+// seconds, before 1970 and far ahead; and, as a property, for any event fast-check can make.
 import test from "ava";
+import fc from "fast-check";
 import { randomUUID } from "node:crypto";
 import type { ObservationRow } from "../store/observation-entity.js";
 import { encodeGeneric, encodeObservationRecorded } from "./event-encoding.js";
@@ -63,37 +64,32 @@ test("times: whole seconds, the epoch, before 1970, far ahead", (t) => {
   same(t, { ...base(), receivedAt: new Date(8.64e15) }, new Date(8.64e15 - 1));
 });
 
-/** mulberry32: the same rows every run. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+const date = fc.date({ min: new Date(-8.64e15), max: new Date(8.64e15), noInvalidDate: true });
+const text = fc.string({ unit: "binary", maxLength: 300 });
+const row: fc.Arbitrary<ObservationRow> = fc.record({
+  id: fc.oneof(fc.uuid(), text),
+  deviceId: fc.oneof(fc.uuid(), text),
+  assetId: fc.option(fc.uuid(), { nil: null }),
+  observedAt: date,
+  latitude: fc.double(),
+  longitude: fc.double(),
+  altitude: fc.option(fc.double(), { nil: null }),
+  accuracyMeters: fc.option(fc.double(), { nil: null }),
+  speedKmh: fc.option(fc.double(), { nil: null }),
+  headingDegrees: fc.option(fc.double(), { nil: null }),
+  metadata: fc.option(text, { nil: null }),
+  source: text,
+  receivedAt: date,
+});
 
-test("random rows", (t) => {
-  const r = seededRandom(11);
-  const maybe = (v: number) => (r() < 0.3 ? null : r() < 0.1 ? 0 : v);
-  for (let i = 0; i < 2_000; i++) {
-    same(
-      t,
-      {
-        ...base(),
-        observedAt: new Date(Math.floor(r() * 4e12)),
-        receivedAt: new Date(Math.floor(r() * 4e12)),
-        latitude: (r() - 0.5) * 180,
-        longitude: (r() - 0.5) * 360,
-        altitude: maybe((r() - 0.3) * 9000),
-        accuracyMeters: maybe(r() * 100),
-        speedKmh: maybe(r() * 5000),
-        headingDegrees: maybe(r() * 360),
-        metadata: r() < 0.5 ? null : "m".repeat(Math.floor(r() * 200)),
-      },
-      new Date(Math.floor(r() * 4e12)),
-    );
-  }
+test("random events: the bytes are toBinary's (fast-check)", (t) => {
+  fc.assert(
+    fc.property(fc.oneof(fc.uuid(), text), date, row, (eventId, occurredAt, r) => {
+      const fast = Buffer.from(encodeObservationRecorded(eventId, occurredAt, r));
+      const reference = Buffer.from(encodeGeneric(eventId, occurredAt, r));
+      return fast.equals(reference);
+    }),
+    { numRuns: 5_000 },
+  );
+  t.pass();
 });

@@ -45,9 +45,7 @@ export function createRecorder(deps: Omit<TrackingDeps, "engine">, index: FenceI
   async function run(items: ChunkItem[], ctx: ChunkContext): Promise<Map<number, ChunkOutcome>> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const outcomes = await deps.db.em().transactional((tx) => recordChunk(tx, items, ctx));
-        deps.outbox.notify();
-        return outcomes;
+        return await deps.uow.run((tx) => recordChunk(tx, items, ctx));
       } catch (err) {
         if (attempt >= maxAttempts || !transientCodes.has(sqlState(err))) throw err;
         deps.logger.debug({ err, attempt }, "observation chunk hit a transient conflict; running it again");

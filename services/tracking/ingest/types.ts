@@ -1,6 +1,7 @@
 // The observation engine's contract: recording one observation with every rule (validation,
 // dedupe, speed alerts, geofence enter/exit) in one transaction, and the live geofence index.
-import type { AlertFindings, ObservationInputLike, ObservationSource } from "../domain/observation-types.js";
+import type { ObservationInputLike, ObservationSource } from "../domain/observation-types.js";
+import type { BreachRow, SpeedAlertRow } from "../store/alert-entities.js";
 import type { GeofenceRow } from "../store/geofence-entity.js";
 import type { ObservationRow } from "../store/observation-entity.js";
 
@@ -8,6 +9,12 @@ export interface RecordOptions {
   source: ObservationSource;
   /** Ingest, integration and bulk paths may name the device by identifier instead of id. */
   resolveIdentifier: boolean;
+}
+
+/** What one observation raised. */
+export interface AlertFindings {
+  speedAlerts: SpeedAlertRow[];
+  breaches: BreachRow[];
 }
 
 export interface RecordResult extends AlertFindings {
