@@ -14,7 +14,7 @@ import {
   type ArchiveBookRequest,
 } from "../gen/meshwork/testing/v1/transcoding_pb.js";
 import { createFront, RouteConflictError, type GatewayLogger } from "./index.js";
-import { captureLogger, exchange, startHarness, type Harness, type LogEntry } from "./test-support/harness.js";
+import { captureLogger, exchange, startHarness, type Harness, type LogEntry } from "../test/support/gateway-harness.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

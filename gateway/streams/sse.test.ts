@@ -9,7 +9,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ServerSentEventSchema } from "../../gen/meshwork/api/v1/sse_pb.js";
 import { BookSchema, ItemSchema, LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
 import { serviceStyleOf } from "../style.js";
-import { startHarness, type Harness } from "../test-support/harness.js";
+import { startHarness, type Harness } from "../../test/support/gateway-harness.js";
 import { createSseFramer } from "./sse-framer.js";
 
 let h: Harness;

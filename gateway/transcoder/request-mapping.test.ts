@@ -18,7 +18,7 @@ import {
   UpdateBookRequestSchema,
   GetItemRequestSchema,
 } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
-import { startHarness, type Harness, type SendOptions } from "../test-support/harness.js";
+import { startHarness, type Harness, type SendOptions } from "../../test/support/gateway-harness.js";
 
 let h: Harness;
 test.before(async () => {

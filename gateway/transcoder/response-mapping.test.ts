@@ -9,7 +9,7 @@ import { LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js"
 import { serviceStyleOf } from "../style.js";
 import { bindingsOfRule } from "./http-rule.js";
 import { compileResponsePlan } from "./response-mapping.js";
-import { startHarness, type Harness, type Responder, type SendOptions } from "../test-support/harness.js";
+import { startHarness, type Harness, type Responder, type SendOptions } from "../../test/support/gateway-harness.js";
 import { codeName, httpStatusOf } from "./status-codes.js";
 
 let h: Harness;

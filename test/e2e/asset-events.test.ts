@@ -4,7 +4,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import test from "ava";
 import { connect, DeliverPolicy } from "nats";
 import { AssetCreatedSchema, AssetDeletedSchema, AssetUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { realInfra } from "../support/real-infra.js";
 import { startTestMesh } from "../support/start-mesh.js";
 
 interface Seen {

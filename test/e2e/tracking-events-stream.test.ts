@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from "ava";
 import { EventSource, type ErrorEvent } from "eventsource";
 import { createHash } from "node:crypto";
 import { get as httpGet, type IncomingMessage } from "node:http";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { realInfra } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
 let mesh: TestMesh;

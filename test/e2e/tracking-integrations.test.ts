@@ -14,7 +14,7 @@ import {
   ObservationRecordedSchema,
   SpeedAlertRaisedSchema,
 } from "../../gen/tracking/v1/events_pb.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { realInfra } from "../support/real-infra.js";
 import { SpeedAlertEntity } from "../../services/tracking/store/alert-entities.js";
 import { DeviceEntity } from "../../services/tracking/store/device-entity.js";
 import { IntegrationFeedEntity } from "../../services/tracking/store/integration-feed-entity.js";

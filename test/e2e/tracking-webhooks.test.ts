@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "nats";
 import { Webhook } from "standardwebhooks";
-import { createTestDatabaseUrl } from "../../services/runtime/database/index.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { createTestDatabaseUrl } from "../support/test-database.js";
+import { realInfra } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies read loosely in assertions

@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type MeshworkConfig } from "../../services/runtime/config/index.js";
-import { createTestDatabaseUrl } from "../../services/runtime/database/index.js";
+import { createTestDatabaseUrl } from "./test-database.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { realInfra } from "./real-infra.js";
 import { startMesh, type Mesh, type MeshMode } from "../../services/mesh.js";
 
 export interface TestMesh extends Mesh {

@@ -3,7 +3,8 @@ import { randomBytes } from "node:crypto";
 import test, { type ExecutionContext } from "ava";
 import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus, type StreamDefinition } from "./index.js";
-import { realInfra, testLogger } from "../testing/index.js";
+import { realInfra } from "../../../test/support/real-infra.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 
 const logger = testLogger("bus.test");
 const natsUrl = realInfra().natsUrl;

@@ -5,8 +5,10 @@ import { join } from "node:path";
 import { EntitySchema } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import test, { type ExecutionContext } from "ava";
-import { createTestDatabaseUrl, openDatabase, type Database, type DatabaseModule } from "./index.js";
-import { realInfra, testLogger } from "../testing/index.js";
+import { openDatabase, type Database, type DatabaseModule } from "./index.js";
+import { realInfra } from "../../../test/support/real-infra.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 
 interface Gadget {
   id: string;

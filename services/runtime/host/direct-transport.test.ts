@@ -32,7 +32,7 @@ import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { getRequestId } from "./request-context.js";
 import { defineService } from "./service-registration.js";
-import { memoryLogger } from "./test-fixtures.js";
+import { memoryLogger } from "../../../test/support/host-fixtures.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

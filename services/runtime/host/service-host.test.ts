@@ -13,7 +13,14 @@ import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { startServiceHost } from "./service-host.js";
 import { defineService } from "./service-registration.js";
-import { FAILING_ASSET_ID, KNOWN_ASSET_ID, memoryLogger, SECRET_DETAIL, startFixture, type Fixture } from "./test-fixtures.js";
+import {
+  FAILING_ASSET_ID,
+  KNOWN_ASSET_ID,
+  memoryLogger,
+  SECRET_DETAIL,
+  startFixture,
+  type Fixture,
+} from "../../../test/support/host-fixtures.js";
 
 const protoRoot = fileURLToPath(new URL("../../../proto", import.meta.url));
 const googleProtos = fileURLToPath(new URL("../../../node_modules/google-proto-files", import.meta.url));

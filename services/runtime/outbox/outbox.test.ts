@@ -15,7 +15,9 @@ import test, { type ExecutionContext } from "ava";
 import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus } from "../bus/index.js";
 import { openDatabase, type Database, type DatabaseModule } from "../database/index.js";
-import { createTestDatabaseUrl, realInfra, testLogger } from "../testing/index.js";
+import { realInfra } from "../../../test/support/real-infra.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 import { OutboxEvent, outboxModule, recordEvent, recordEvents, startOutboxRelay } from "./index.js";
 
 interface Widget {

@@ -4,6 +4,7 @@
 import test from "ava";
 import { randomUUID } from "node:crypto";
 import type { ObservationRow } from "../store/observation-entity.js";
+import { seededRandom } from "../../../test/support/seeded-random.js";
 import { encodeGeneric, encodeObservationRecorded } from "./event-encoding.js";
 
 const base = (): ObservationRow => ({
@@ -62,18 +63,6 @@ test("times: whole seconds, the epoch, before 1970, far ahead", (t) => {
   same(t, { ...base(), observedAt: new Date("1969-12-31T23:59:59.250Z") }, new Date(-86_400_000));
   same(t, { ...base(), receivedAt: new Date(8.64e15) }, new Date(8.64e15 - 1));
 });
-
-/** mulberry32: the same rows every run. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 test("random rows", (t) => {
   const r = seededRandom(11);

@@ -15,7 +15,7 @@ import {
 } from "../../../gen/tracking/v1/events_pb.js";
 import { ObservationSchema } from "../../../gen/tracking/v1/observation_pb.js";
 import { openBus, type EventBus } from "../../runtime/bus/index.js";
-import { testLogger } from "../../runtime/testing/index.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 import { StreamClient } from "./stream-client.js";
 import { createStreamHub, type StreamHub } from "./stream-hub.js";
 import { subjects, trackingStream } from "./subjects.js";
