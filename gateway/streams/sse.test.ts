@@ -11,6 +11,7 @@ import { BookSchema, ItemSchema, LibraryService } from "../../gen/meshwork/testi
 import { serviceStyleOf } from "../style.js";
 import { startHarness, type Harness } from "../../test/support/gateway-harness.js";
 import { createSseFramer } from "./sse-framer.js";
+import { until } from "../../test/support/until.js";
 
 let h: Harness;
 test.before(async () => {
@@ -188,11 +189,6 @@ function openStream(port: number, path: string, requestId: string) {
     });
     req.end();
   });
-}
-
-async function until(condition: () => boolean, what: string) {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
 }
 
 test("an idle stream gets keep-alive comments, and a client that leaves cancels the call", async (t) => {

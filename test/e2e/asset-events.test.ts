@@ -6,6 +6,7 @@ import { connect, DeliverPolicy } from "nats";
 import { AssetCreatedSchema, AssetDeletedSchema, AssetUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
 import { realInfra } from "../support/real-infra.js";
 import { startTestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 interface Seen {
   subject: string;
@@ -46,11 +47,6 @@ function checkEvents(t: import("ava").ExecutionContext, seen: Seen[], id: string
   t.is(created.asset?.name, "evented");
   t.is(mine[0]!.msgId, created.eventId, "Nats-Msg-Id is the event id");
   t.is(fromBinary(AssetUpdatedSchema, mine[1]!.data).asset?.name, "evented 2");
-}
-
-async function until(predicate: () => boolean, what: string) {
-  for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 50));
-  if (!predicate()) throw new Error(`gave up waiting for ${what}`);
 }
 
 test("create, update and delete publish tracking.v1.asset.* events in order", async (t) => {

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { get as httpGet, type IncomingMessage } from "node:http";
 import { realInfra } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -63,11 +64,6 @@ function listen(t: ExecutionContext, url: string, lastEventId?: string) {
   const opened = new Promise<void>((resolve) => es.addEventListener("open", () => resolve()));
   t.teardown(() => es.close());
   return { es, received, errors, opened };
-}
-
-async function until(condition: () => boolean, what: string) {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 25));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
 }
 
 /** A raw GET: the status, the headers and everything until the server ends the answer or `stopAt` shows. */

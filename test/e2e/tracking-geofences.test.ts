@@ -19,6 +19,7 @@ import type { BusMessage } from "../../services/runtime/bus/index.js";
 import { BreachEntity } from "../../services/tracking/store/alert-entities.js";
 import { GeofenceEntity, GeofenceStateEntity, type GeofenceRow } from "../../services/tracking/store/geofence-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -95,14 +96,6 @@ async function breachesOf(deviceId: string) {
 }
 const kinds = async (deviceId: string, fenceId?: string) =>
   (await breachesOf(deviceId)).filter((b) => !fenceId || b.geofenceId === fenceId).map((b) => b.breachEventType);
-
-async function until(predicate: () => boolean | Promise<boolean>, what: string) {
-  for (let i = 0; i < 200; i++) {
-    if (await predicate()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 test("create answers 200 with every property (isActive defaults to true); list is a JSON array, newest first", async (t) => {
   const first = await newFence({ centerLatitude: 10, centerLongitude: 10, radiusMeters: 100 });

@@ -20,6 +20,7 @@ import { DeviceEntity } from "../../services/tracking/store/device-entity.js";
 import { IntegrationFeedEntity } from "../../services/tracking/store/integration-feed-entity.js";
 import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 interface Seen {
   subject: string;
@@ -114,11 +115,6 @@ const fix = (externalTrackerId: string | undefined, minutes: number, extra: Json
 const errorFields = (a: Answer) => Object.keys(a.body?.errors ?? {}).sort();
 const storedFeed = (id: string) => mesh.db!.em().findOneOrFail(IntegrationFeedEntity, { id });
 const deviceByIdentifier = (identifier: string) => mesh.db!.em().findOne(DeviceEntity, { identifier });
-
-async function until(predicate: () => boolean, what: string) {
-  for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 50));
-  if (!predicate()) throw new Error(`gave up waiting for ${what}`);
-}
 
 /** Events published on `subject` whose payload `pick` matches, decoded. */
 function eventsOf<T>(subject: string, decode: (data: Uint8Array) => T, pick: (event: T) => boolean): T[] {

@@ -11,6 +11,7 @@ import type { BusMessage } from "../../services/runtime/bus/index.js";
 import { SpeedAlertEntity } from "../../services/tracking/store/alert-entities.js";
 import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -75,14 +76,6 @@ async function speedAlertsOf(deviceId: string) {
 }
 async function observationCount(deviceId: string) {
   return mesh.db!.em().count(ObservationEntity, { deviceId });
-}
-
-async function until(predicate: () => boolean | Promise<boolean>, what: string) {
-  for (let i = 0; i < 200; i++) {
-    if (await predicate()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gave up waiting for ${what}`);
 }
 
 test("POST /api/observations records one and answers 200 with every property; the device's lastSeenAt follows", async (t) => {

@@ -15,6 +15,7 @@ import { Webhook } from "standardwebhooks";
 import { createTestDatabaseUrl } from "../support/test-database.js";
 import { realInfra } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until as poll } from "../support/until.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies read loosely in assertions
 type Json = Record<string, any>;
@@ -192,16 +193,8 @@ async function ok(mesh: TestMesh, method: string, path: string, body?: unknown):
   return res.body;
 }
 
-/** Polls a condition (not a clock): resolves with its first truthy value, fails after 60 s. */
-async function until<T>(what: string, probe: () => T | Promise<T>): Promise<Exclude<T, false | null | undefined | 0 | "">> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as Exclude<T, false | null | undefined | 0 | "">;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** The shared poll with the 60 s these retry schedules need, named first as this file reads best. */
+const until = <T>(what: string, probe: () => T | Promise<T>) => poll(probe, what, { timeoutMs: 60_000 });
 
 async function attempts(mesh: TestMesh, query = ""): Promise<Json[]> {
   return (await ok(mesh, "GET", `/api/webhooks/deliveries?pageSize=200${query}`)).items as Json[];

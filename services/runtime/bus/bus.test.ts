@@ -5,6 +5,7 @@ import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus, type StreamDefinition } from "./index.js";
 import { realInfra } from "../../../test/support/real-infra.js";
 import { testLogger } from "../../../test/support/test-logger.js";
+import { until } from "../../../test/support/until.js";
 
 const logger = testLogger("bus.test");
 const natsUrl = realInfra().natsUrl;
@@ -37,10 +38,6 @@ async function fixture(t: ExecutionContext, url: string | undefined): Promise<Fi
 }
 
 /** Waits (without asserting on time) until the condition holds; fails the test if it never does. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 25));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
-}
 
 const adapters: { name: string; url: string | undefined }[] = [{ name: "memory", url: undefined }];
 if (natsUrl) adapters.push({ name: "nats", url: natsUrl });

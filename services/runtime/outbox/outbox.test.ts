@@ -19,6 +19,7 @@ import { realInfra } from "../../../test/support/real-infra.js";
 import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
 import { testLogger } from "../../../test/support/test-logger.js";
 import { OutboxEvent, outboxModule, recordEvent, recordEvents, startOutboxRelay } from "./index.js";
+import { until } from "../../../test/support/until.js";
 
 interface Widget {
   id: string;
@@ -135,14 +136,6 @@ async function countAcked<T>(counts: Map<string, number>, id: string, publish: P
   const ack = await publish;
   counts.set(id, (counts.get(id) ?? 0) + 1);
   return ack;
-}
-
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`gave up waiting for ${what}`);
 }
 
 async function addWidget(db: Database, subject: string, name: string): Promise<string> {

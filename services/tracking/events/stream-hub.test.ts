@@ -19,6 +19,7 @@ import { testLogger } from "../../../test/support/test-logger.js";
 import { StreamClient } from "./stream-client.js";
 import { createStreamHub, type StreamHub } from "./stream-hub.js";
 import { subjects, trackingStream } from "./subjects.js";
+import { until } from "../../../test/support/until.js";
 
 const logger = testLogger("stream-hub.test");
 const registry = createRegistry(file_tracking_v1_event_stream, ObservationSchema);
@@ -76,11 +77,6 @@ async function read(batches: AsyncIterator<ServerSentEventBatch>, count: number)
     out.push(...next.value.events.map(describe));
   }
   return out;
-}
-
-async function until(condition: () => boolean, what: string) {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
 }
 
 test("a client that does not read loses the oldest events and is told how many, where they were", async (t) => {
