@@ -6,7 +6,7 @@ import test, { type ExecutionContext } from "ava";
 import { EventSource, type ErrorEvent } from "eventsource";
 import { createHash } from "node:crypto";
 import { get as httpGet, type IncomingMessage } from "node:http";
-import { realInfra } from "../support/real-infra.js";
+import { realInfra, realServers } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 import { until } from "../support/until.js";
 
@@ -315,8 +315,7 @@ test("through a gateway-only process the stream crosses the gRPC hop the same wa
   );
 });
 
-const infra = realInfra();
-if (infra.databaseUrl && infra.natsUrl) {
+if (realServers(test, "two meshes sharing PostgreSQL and NATS", ["postgres", "nats"])) {
   test("an event raised through one mesh reaches a client of another sharing PostgreSQL and NATS", async (t) => {
     const a = await startTestMesh();
     // B shares A's database (A drops it at close, so B closes first).

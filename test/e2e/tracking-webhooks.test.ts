@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { connect } from "nats";
 import { Webhook } from "standardwebhooks";
 import { createTestDatabaseUrl } from "../support/test-database.js";
-import { realInfra } from "../support/real-infra.js";
+import { realInfra, realServers } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 import { until as poll } from "../support/until.js";
 
@@ -619,7 +619,7 @@ test.serial("an endpoint without a secret while signing is on stops start-up, na
 
 // Two deployments on one NATS server share the TRACKING stream; each must deliver only the events
 // its own database recorded (its durables are its own, and foreign events are not in its outbox).
-if (realInfra().natsUrl) {
+if (realServers(test, "deployments sharing a NATS server", ["nats"])) {
   test.serial("deployments sharing a NATS server deliver only their own events", async (t) => {
     const receiver = await startReceiver(t);
     const a = await startWebhookMesh(t, { endpoints: [{ url: receiver.url("/a") }] });

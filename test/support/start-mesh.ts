@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { loadConfig, type MeshworkConfig } from "../../services/runtime/config/index.js";
 import { createTestDatabaseUrl } from "./test-database.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
-import { realInfra } from "./real-infra.js";
+import { missingServers, notConfigured, realInfra, realInfraRequired } from "./real-infra.js";
 import { startMesh, type Mesh, type MeshMode } from "../../services/mesh.js";
 
 export interface TestMesh extends Mesh {
@@ -27,6 +27,10 @@ export interface TestMeshOptions {
 }
 
 export async function startTestMesh(options: TestMeshOptions = {}): Promise<TestMesh> {
+  const missing = realInfraRequired() ? missingServers(["postgres", "nats"]) : [];
+  if (missing.length > 0) {
+    throw new Error(`MESHWORK_REQUIRE_REAL_INFRA is set but ${notConfigured(missing)}: this mesh would run embedded`);
+  }
   const infra = realInfra();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "meshwork-test-"));
   const mode = options.mode ?? { kind: "all" };

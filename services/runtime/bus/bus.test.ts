@@ -3,12 +3,12 @@ import { randomBytes } from "node:crypto";
 import test, { type ExecutionContext } from "ava";
 import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus, type StreamDefinition } from "./index.js";
-import { realInfra } from "../../../test/support/real-infra.js";
+import { realServers } from "../../../test/support/real-infra.js";
 import { testLogger } from "../../../test/support/test-logger.js";
 import { until } from "../../../test/support/until.js";
 
 const logger = testLogger("bus.test");
-const natsUrl = realInfra().natsUrl;
+const natsUrl = realServers(test, "nats", ["nats"])?.natsUrl;
 const encode = (s: string) => new TextEncoder().encode(s);
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 

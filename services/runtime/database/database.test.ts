@@ -6,7 +6,7 @@ import { EntitySchema, LockMode, type Opt } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import test, { type ExecutionContext } from "ava";
 import { MIGRATIONS_TABLE, openDatabase, redactUrl, type DatabaseModule } from "./index.js";
-import { realInfra } from "../../../test/support/real-infra.js";
+import { realInfra, realServers } from "../../../test/support/real-infra.js";
 import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
 import { testLogger } from "../../../test/support/test-logger.js";
 
@@ -85,7 +85,7 @@ const postgres: Target = {
   },
 };
 
-const targets = infra.databaseUrl ? [embedded, postgres] : [embedded];
+const targets = realServers(test, "postgres", ["postgres"]) ? [embedded, postgres] : [embedded];
 
 for (const target of targets) {
   test(`${target.name}: migrates, writes, and still sees the data after a restart`, async (t) => {

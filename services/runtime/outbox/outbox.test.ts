@@ -15,7 +15,7 @@ import test, { type ExecutionContext } from "ava";
 import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus } from "../bus/index.js";
 import { openDatabase, type Database, type DatabaseModule } from "../database/index.js";
-import { realInfra } from "../../../test/support/real-infra.js";
+import { realInfra, realServers } from "../../../test/support/real-infra.js";
 import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
 import { testLogger } from "../../../test/support/test-logger.js";
 import { OutboxEvent, outboxModule, recordEvent, recordEvents, startOutboxRelay } from "./index.js";
@@ -79,7 +79,7 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 
 const logger = testLogger("outbox.test");
 const infra = realInfra();
-const targets = infra.databaseUrl ? ["embedded", "postgres"] : ["embedded"];
+const targets = realServers(test, "postgres", ["postgres"]) ? ["embedded", "postgres"] : ["embedded"];
 
 interface Fixture {
   /** Opens the database at this test's place; call again to simulate a process restart. */
