@@ -12,7 +12,7 @@ import {
   InventoryService,
   LibraryService,
   type ArchiveBookRequest,
-} from "../gen/meshwork/testing/v1/transcoding_pb.js";
+} from "../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { createFront, RouteConflictError, type GatewayLogger } from "./index.js";
 import { captureLogger, exchange, startHarness, type Harness, type LogEntry } from "../test/support/gateway-harness.js";
 

@@ -7,7 +7,7 @@ import { create, createRegistry, type Registry } from "@bufbuild/protobuf";
 import { anyPack, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ServerSentEventSchema } from "../../gen/meshwork/api/v1/sse_pb.js";
-import { BookSchema, ItemSchema, LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { BookSchema, ItemSchema, LibraryService } from "../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { serviceStyleOf } from "../style.js";
 import { startHarness, type Harness } from "../../test/support/gateway-harness.js";
 import { createSseFramer } from "./sse-framer.js";

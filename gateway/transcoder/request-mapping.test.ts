@@ -17,7 +17,7 @@ import {
   SearchBooksRequestSchema,
   UpdateBookRequestSchema,
   GetItemRequestSchema,
-} from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+} from "../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { startHarness, type Harness, type SendOptions } from "../../test/support/gateway-harness.js";
 
 let h: Harness;

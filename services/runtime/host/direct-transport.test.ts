@@ -23,7 +23,7 @@ import {
   ShelfEventSchema,
   type Book,
   type GetBookRequest,
-} from "../../../gen/meshwork/testing/v1/transcoding_pb.js";
+} from "../../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { invalidArgument } from "../errors/index.js";
 import { serverTracingInterceptor } from "../telemetry/index.js";
 import { buildRoutes } from "./build-routes.js";
