@@ -8,6 +8,7 @@ import { BreachEntity, SpeedAlertEntity } from "../../services/tracking/store/al
 import { IntegrationFeedEntity } from "../../services/tracking/store/integration-feed-entity.js";
 import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -362,7 +363,7 @@ test("create, update and delete publish tracking.v1.device.* events, delete with
   const schemaOf = (subject: string) =>
     subject.endsWith("created") ? DeviceCreatedSchema : subject.endsWith("updated") ? DeviceUpdatedSchema : DeviceDeletedSchema;
   const mine = () => seen.filter((s) => fromBinary(schemaOf(s.subject), s.data).device?.id === id);
-  for (let i = 0; i < 200 && mine().length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+  await until(() => mine().length >= 3, "the device's three events");
 
   const events = mine();
   t.deepEqual(
