@@ -15,6 +15,7 @@ import { BreachEntity, SpeedAlertEntity } from "../../services/tracking/store/al
 import { GeofenceEntity } from "../../services/tracking/store/geofence-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -41,21 +42,7 @@ interface Problem {
 
 const unknownId = "00000000-0000-4000-8000-000000000000";
 
-async function call(method: string, path: string, body?: unknown) {
-  const init: RequestInit = { method };
-  if (body !== undefined) {
-    init.headers = { "content-type": "application/json" };
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`${base}${path}`, init);
-  const text = await res.text();
-  return {
-    res,
-    status: res.status,
-    text,
-    body: (text && /json/.test(res.headers.get("content-type") ?? "") ? JSON.parse(text) : undefined) as Json & Problem & Page,
-  };
-}
+const call = (method: string, path: string, body?: unknown) => sendJson<Json & Problem & Page>(`${base}${path}`, method, body);
 
 async function createDevice(identifier = `dev-${randomUUID().slice(0, 8)}`): Promise<{ id: string; identifier: string }> {
   const res = await call("POST", "/api/devices", { identifier });

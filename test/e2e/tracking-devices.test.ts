@@ -9,6 +9,7 @@ import { IntegrationFeedEntity } from "../../services/tracking/store/integration
 import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -31,16 +32,7 @@ interface Problem {
 
 const unknownId = "00000000-0000-4000-8000-000000000000";
 
-async function call(method: string, path: string, body?: unknown) {
-  const init: RequestInit = { method };
-  if (body !== undefined) {
-    init.headers = { "content-type": "application/json" };
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`${base}${path}`, init);
-  const text = await res.text();
-  return { res, status: res.status, body: (text ? JSON.parse(text) : undefined) as Json & Problem };
-}
+const call = (method: string, path: string, body?: unknown) => sendJson<Json & Problem>(`${base}${path}`, method, body);
 
 /** A unique identifier per call, so tests stay independent of each other. */
 const ident = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;

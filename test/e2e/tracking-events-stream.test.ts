@@ -9,6 +9,7 @@ import { get as httpGet, type IncomingMessage } from "node:http";
 import { realInfra, realServers } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -29,16 +30,8 @@ interface Received {
   data: Json;
 }
 
-async function call(path: string, method = "GET", body?: unknown, headers: Record<string, string> = {}, at = base) {
-  const init: RequestInit = { method, headers: { ...headers } };
-  if (body !== undefined) {
-    init.headers = { ...headers, "content-type": "application/json" };
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`${at}${path}`, init);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as Json };
-}
+const call = (path: string, method = "GET", body?: unknown, headers: Record<string, string> = {}, at = base) =>
+  sendJson<Json>(`${at}${path}`, method, body, headers);
 
 async function newToken(at = base, headers: Record<string, string> = {}): Promise<string> {
   const res = await call("/api/events/token", "POST", undefined, headers, at);

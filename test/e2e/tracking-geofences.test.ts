@@ -18,21 +18,20 @@ import { ObservationInputSchema, ObservationService } from "../../gen/tracking/v
 import type { BusMessage } from "../../services/runtime/bus/index.js";
 import { BreachEntity } from "../../services/tracking/store/alert-entities.js";
 import { GeofenceEntity, GeofenceStateEntity, type GeofenceRow } from "../../services/tracking/store/geofence-entity.js";
+import { watchBus } from "../support/event-watch.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
-const seen: BusMessage[] = [];
+let seen: BusMessage[] = [];
 let stopSubscription: () => Promise<void> = async () => {};
 
 test.before(async () => {
   mesh = await startTestMesh();
   base = mesh.frontUrl("tracking");
-  const sub = await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.>"] }, (m) => {
-    seen.push(m);
-  });
-  stopSubscription = () => sub.stop();
+  ({ seen, stop: stopSubscription } = await watchBus(mesh));
 });
 test.after.always(async () => {
   await stopSubscription();
@@ -40,15 +39,7 @@ test.after.always(async () => {
 });
 
 type Json = Record<string, unknown>;
-const send = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, type: res.headers.get("content-type") ?? "", body: (text ? JSON.parse(text) : null) as Json & Json[] };
-};
+const send = (method: string, path: string, body?: unknown) => sendJson<Json & Json[]>(`${base}${path}`, method, body);
 
 let counter = 0;
 const unique = (prefix: string) => `${prefix}-${process.pid}-${Date.now()}-${counter++}`;
