@@ -5,7 +5,8 @@ import RBush from "rbush";
 import { cpus } from "node:os";
 import { circleBoxes, type GeoBox } from "../services/tracking/domain/geo.js";
 import { BoxGrid } from "../services/tracking/ingest/box-grid.js";
-import { region, scatterFences, seededRandom } from "./ingest-fleet.js";
+import { seededRandom } from "../test/support/seeded-random.js";
+import { region, scatterFences } from "./ingest-fleet.js";
 
 const fenceCount = 10_000;
 const pointCount = 200_000;

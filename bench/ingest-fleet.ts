@@ -2,6 +2,7 @@
 // their own (one fix per device per simulated second, so every observedAt of a device is distinct
 // and in order), and the geofences scattered over the same region. Deterministic from a seed, so
 // two runs send the same tracks.
+import { seededRandom } from "../test/support/seeded-random.js";
 
 /** Greater London and around it: about 44 km north–south by 55 km east–west. */
 export const region = { minLat: 51.3, maxLat: 51.7, minLon: -0.5, maxLon: 0.3 } as const;
@@ -10,18 +11,6 @@ export const region = { minLat: 51.3, maxLat: 51.7, minLon: -0.5, maxLon: 0.3 } 
 const fenceRadius = { min: 50, max: 300 } as const;
 
 const metersPerDegreeLat = 111_320;
-
-/** A small, fast, seeded generator (mulberry32): the same seed gives the same fleet. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 export interface Fix {
   deviceId: string;

@@ -19,7 +19,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 // Straight from its file: the database index would load MikroORM into the load generator.
-import { createTestDatabaseUrl, type TestDatabase } from "../services/runtime/database/test-database.js";
+import { createTestDatabaseUrl, type TestDatabase } from "../test/support/test-database.js";
 import { Fleet, scatterFences, type FleetDevice } from "./ingest-fleet.js";
 import { bulkLoad, observationClient, restLoad, type IngestLoadResult } from "./ingest-load.js";
 import { backgroundBusy, cpuMsSince, cpuSample, machine, processesCpuMs, type Machine } from "./ingest-machine.js";

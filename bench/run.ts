@@ -11,7 +11,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { AssetService } from "../gen/tracking/v1/asset_pb.js";
 // Straight from its file: the database index would load MikroORM into the load generator.
-import { createTestDatabaseUrl, type TestDatabase } from "../services/runtime/database/test-database.js";
+import { createTestDatabaseUrl, type TestDatabase } from "../test/support/test-database.js";
 import { backgroundLoad, cpuSnapshot, cpuUsage, type CpuUsage } from "./cpu.js";
 import { closedLoop, httpLoad, type LoadOptions, type LoadResult } from "./load.js";
 import type { ReadyMessage } from "./servers.js";

@@ -26,9 +26,9 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { ObservationRecordedSchema } from "../gen/tracking/v1/events_pb.js";
 import { startMesh } from "../services/mesh.js";
 import { loadMeshConfig } from "../services/mesh-config.js";
-import { createTestDatabaseUrl } from "../services/runtime/database/test-database.js";
+import { createTestDatabaseUrl } from "../test/support/test-database.js";
 import { createLogger } from "../services/runtime/logging/index.js";
-import { realInfra } from "../services/runtime/testing/real-infra.js";
+import { realInfra } from "../test/support/real-infra.js";
 import { subjects } from "../services/tracking/events/subjects.js";
 import { cpuSample, machine } from "./ingest-machine.js";
 

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { connect } from "nats";
 import { Webhook } from "standardwebhooks";
 import { loadMeshConfig } from "../services/mesh-config.js";
-import { createTestDatabaseUrl } from "../services/runtime/database/test-database.js";
+import { createTestDatabaseUrl } from "../test/support/test-database.js";
 import { createLogger } from "../services/runtime/logging/index.js";
 import { startMesh } from "../services/mesh.js";
 

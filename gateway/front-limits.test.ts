@@ -6,9 +6,9 @@ import { connect, type Socket } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { createRouterTransport } from "@connectrpc/connect";
 import test, { type ExecutionContext } from "ava";
-import { InventoryService, LibraryService } from "../gen/meshwork/testing/v1/transcoding_pb.js";
+import { InventoryService, LibraryService } from "../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { createFront, type FrontOptions } from "./index.js";
-import { captureLogger } from "./test-support/harness.js";
+import { captureLogger } from "../test/support/gateway-harness.js";
 
 const STREAM_PAUSE_MS = 1_500;
 

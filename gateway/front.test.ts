@@ -12,9 +12,10 @@ import {
   InventoryService,
   LibraryService,
   type ArchiveBookRequest,
-} from "../gen/meshwork/testing/v1/transcoding_pb.js";
+} from "../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { createFront, RouteConflictError, type GatewayLogger } from "./index.js";
-import { captureLogger, exchange, startHarness, type Harness, type LogEntry } from "./test-support/harness.js";
+import { captureLogger, exchange, startHarness, type Harness, type LogEntry } from "../test/support/gateway-harness.js";
+import { until } from "../test/support/until.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -140,8 +141,7 @@ test("a client that disconnects cancels the call", async (t) => {
   await isCancelled;
   t.true(h.captured("disconnecting-client")!.signal.aborted);
   // The gateway logs the exchange as closed by the client once the call unwinds.
-  let entry: LogEntry | undefined;
-  while (!(entry = h.logs.find((l) => l.obj.requestId === "disconnecting-client"))) await delay(5);
+  const entry = await until(() => h.logs.find((l) => l.obj.requestId === "disconnecting-client"), "the exchange's log line");
   t.is(entry.obj.status, 499);
   t.is(entry.level, "info");
 });

@@ -7,9 +7,9 @@ import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
-import { LibraryService, ShelfExportSchema } from "../gen/meshwork/testing/v1/transcoding_pb.js";
+import { LibraryService, ShelfExportSchema } from "../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { createFront, type Front } from "./index.js";
-import { captureLogger, exchange, type LogEntry } from "./test-support/harness.js";
+import { captureLogger, exchange, type LogEntry } from "../test/support/gateway-harness.js";
 
 let server: Http2Server;
 // The gRPC client keeps its HTTP/2 session open; closing the server waits for it otherwise.

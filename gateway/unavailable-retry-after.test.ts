@@ -2,9 +2,9 @@
 // front's default otherwise (an unreachable service sets nothing).
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import test from "ava";
-import { LibraryService } from "../gen/meshwork/testing/v1/transcoding_pb.js";
+import { LibraryService } from "../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { createFront } from "./index.js";
-import { captureLogger } from "./test-support/harness.js";
+import { captureLogger } from "../test/support/gateway-harness.js";
 
 const transport = createRouterTransport(({ service }) => {
   service(LibraryService, {

@@ -2,7 +2,7 @@
 // front's style, names the culprit, and never reaches the service.
 import test from "ava";
 import { Agent, request as httpRequest } from "node:http";
-import { startHarness, type Harness, type SendOptions } from "../test-support/harness.js";
+import { startHarness, type Harness, type SendOptions } from "../../test/support/gateway-harness.js";
 
 let h: Harness;
 test.before(async () => {

@@ -2,7 +2,7 @@
 import test from "ava";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { startHarness, type Harness } from "../test-support/harness.js";
+import { startHarness, type Harness } from "../../test/support/gateway-harness.js";
 import type { StreamFramer } from "./framer.js";
 
 const upperFramer: StreamFramer = {

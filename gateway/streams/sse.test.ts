@@ -7,10 +7,11 @@ import { create, createRegistry, type Registry } from "@bufbuild/protobuf";
 import { anyPack, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ServerSentEventSchema } from "../../gen/meshwork/api/v1/sse_pb.js";
-import { BookSchema, ItemSchema, LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { BookSchema, ItemSchema, LibraryService } from "../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { serviceStyleOf } from "../style.js";
-import { startHarness, type Harness } from "../test-support/harness.js";
+import { startHarness, type Harness } from "../../test/support/gateway-harness.js";
 import { createSseFramer } from "./sse-framer.js";
+import { until } from "../../test/support/until.js";
 
 let h: Harness;
 test.before(async () => {
@@ -188,11 +189,6 @@ function openStream(port: number, path: string, requestId: string) {
     });
     req.end();
   });
-}
-
-async function until(condition: () => boolean, what: string) {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
 }
 
 test("an idle stream gets keep-alive comments, and a client that leaves cancels the call", async (t) => {

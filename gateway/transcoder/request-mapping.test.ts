@@ -17,8 +17,8 @@ import {
   SearchBooksRequestSchema,
   UpdateBookRequestSchema,
   GetItemRequestSchema,
-} from "../../gen/meshwork/testing/v1/transcoding_pb.js";
-import { startHarness, type Harness, type SendOptions } from "../test-support/harness.js";
+} from "../../test/gen/meshwork/testing/v1/transcoding_pb.js";
+import { startHarness, type Harness, type SendOptions } from "../../test/support/gateway-harness.js";
 
 let h: Harness;
 test.before(async () => {

@@ -5,11 +5,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { getOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { LibraryService } from "../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { serviceStyleOf } from "../style.js";
 import { bindingsOfRule } from "./http-rule.js";
 import { compileResponsePlan } from "./response-mapping.js";
-import { startHarness, type Harness, type Responder, type SendOptions } from "../test-support/harness.js";
+import { startHarness, type Harness, type Responder, type SendOptions } from "../../test/support/gateway-harness.js";
 import { codeName, httpStatusOf } from "./status-codes.js";
 
 let h: Harness;

@@ -2,7 +2,7 @@
 import test from "ava";
 import { create } from "@bufbuild/protobuf";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
-import { LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { LibraryService } from "../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { bindingsOfRule, parsePathTemplate } from "./http-rule.js";
 import { compileRouteTable, routeSourcesOf, type RouteSource } from "./route-table.js";
 import { RouteConflictError, RouteTrie } from "./route-trie.js";

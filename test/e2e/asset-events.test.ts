@@ -2,16 +2,12 @@
 // subscriber is a plain `nats` JetStream consumer; on the embedded defaults it is the in-process bus.
 import { fromBinary } from "@bufbuild/protobuf";
 import test from "ava";
-import { connect, DeliverPolicy } from "nats";
 import { AssetCreatedSchema, AssetDeletedSchema, AssetUpdatedSchema } from "../../gen/tracking/v1/events_pb.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { type SeenEvent, watchStream } from "../support/event-watch.js";
 import { startTestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
-interface Seen {
-  subject: string;
-  msgId: string | undefined;
-  data: Uint8Array;
-}
+type Seen = SeenEvent;
 
 async function restCreateUpdateDelete(base: string): Promise<string> {
   const created = await fetch(`${base}/api/assets`, {
@@ -48,36 +44,11 @@ function checkEvents(t: import("ava").ExecutionContext, seen: Seen[], id: string
   t.is(fromBinary(AssetUpdatedSchema, mine[1]!.data).asset?.name, "evented 2");
 }
 
-async function until(predicate: () => boolean, what: string) {
-  for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 50));
-  if (!predicate()) throw new Error(`gave up waiting for ${what}`);
-}
-
 test("create, update and delete publish tracking.v1.asset.* events in order", async (t) => {
   const mesh = await startTestMesh();
   t.teardown(() => mesh.close());
-  const seen: Seen[] = [];
-  const natsUrl = realInfra().natsUrl;
-
-  if (natsUrl) {
-    const nc = await connect({ servers: natsUrl });
-    t.teardown(() => nc.close());
-    const consumer = await nc.jetstream().consumers.get("TRACKING", {
-      // One subject as a string: a list needs NATS 2.10, and CI's server may be older.
-      filterSubjects: "tracking.v1.asset.>",
-      deliver_policy: DeliverPolicy.New,
-    });
-    const messages = await consumer.consume();
-    void (async () => {
-      for await (const m of messages) seen.push({ subject: m.subject, msgId: m.headers?.get("Nats-Msg-Id"), data: m.data });
-    })();
-    t.teardown(() => messages.stop());
-  } else {
-    const sub = await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.asset.>"] }, (m) => {
-      seen.push({ subject: m.subject, msgId: m.id, data: m.data });
-    });
-    t.teardown(() => sub.stop());
-  }
+  const { seen, stop } = await watchStream(mesh, "tracking.v1.asset.>");
+  t.teardown(stop);
 
   const id = await restCreateUpdateDelete(mesh.frontUrl("tracking"));
   await mesh.drainOutbox();

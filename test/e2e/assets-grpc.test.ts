@@ -1,13 +1,13 @@
 // The same asset operations through the service host with clients written by others: @grpc/grpc-js
 // with @grpc/proto-loader reading proto/ (not our generated code), and `buf curl` via reflection.
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import test from "ava";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AssetService } from "../../gen/tracking/v1/asset_pb.js";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { loadGrpcPackage, unaryCall } from "../support/grpc-js.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
 const run = promisify(execFile);
@@ -17,13 +17,7 @@ let client: any;
 
 test.before(async () => {
   mesh = await startTestMesh();
-  const definition = protoLoader.loadSync("tracking/v1/asset.proto", {
-    includeDirs: ["proto", "node_modules/google-proto-files"],
-    defaults: false,
-    oneofs: true,
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
-  const pkg = grpc.loadPackageDefinition(definition) as any;
+  const pkg = loadGrpcPackage("tracking/v1/asset.proto");
   client = new pkg.tracking.v1.AssetService(`127.0.0.1:${mesh.servicePort}`, grpc.credentials.createInsecure());
 });
 test.after.always(async () => {
@@ -31,11 +25,7 @@ test.after.always(async () => {
   await mesh?.close();
 });
 
-function call<T>(method: string, request: object): Promise<T> {
-  return new Promise((resolve, reject) => {
-    client[method](request, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
-  });
-}
+const call = <T>(method: string, request: object) => unaryCall<T>(client, method, request);
 
 test("grpc-js creates, reads and lists assets", async (t) => {
   const created = await call<{ id: string; name: string }>("CreateAsset", { asset: { name: "grpc van", speedThresholdKmh: 80 } });

@@ -4,8 +4,8 @@ import test from "ava";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabaseUrl } from "../../services/runtime/database/index.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { createTestDatabaseUrl } from "../support/test-database.js";
+import { realInfra } from "../support/real-infra.js";
 import { startTestMesh } from "../support/start-mesh.js";
 
 test("an asset created before a restart is there after it", async (t) => {

@@ -4,6 +4,7 @@ import test from "ava";
 import { createLogger } from "../../services/runtime/logging/index.js";
 import { startTelemetry } from "../../services/runtime/telemetry/index.js";
 import { startTestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 test("a traceparent sent to the gateway arrives on the asset.created event", async (t) => {
   const telemetry = await startTelemetry({
@@ -30,7 +31,7 @@ test("a traceparent sent to the gateway arrives on the asset.created event", asy
   });
   t.is(res.status, 200);
   await mesh.drainOutbox();
-  for (let i = 0; i < 100 && headers.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  await until(() => headers.length > 0, "an event on the bus");
   const traceparent = headers.map((h) => h.traceparent).find((v) => v?.includes(traceId));
   t.truthy(traceparent, `no event carried trace ${traceId}: ${JSON.stringify(headers)}`);
   t.regex(traceparent!, /^00-4bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-0[01]$/);

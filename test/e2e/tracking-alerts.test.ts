@@ -14,6 +14,8 @@ import { SpeedAlertService } from "../../gen/tracking/v1/speed_alert_pb.js";
 import { BreachEntity, SpeedAlertEntity } from "../../services/tracking/store/alert-entities.js";
 import { GeofenceEntity } from "../../services/tracking/store/geofence-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -40,21 +42,7 @@ interface Problem {
 
 const unknownId = "00000000-0000-4000-8000-000000000000";
 
-async function call(method: string, path: string, body?: unknown) {
-  const init: RequestInit = { method };
-  if (body !== undefined) {
-    init.headers = { "content-type": "application/json" };
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`${base}${path}`, init);
-  const text = await res.text();
-  return {
-    res,
-    status: res.status,
-    text,
-    body: (text && /json/.test(res.headers.get("content-type") ?? "") ? JSON.parse(text) : undefined) as Json & Problem & Page,
-  };
-}
+const call = (method: string, path: string, body?: unknown) => sendJson<Json & Problem & Page>(`${base}${path}`, method, body);
 
 async function createDevice(identifier = `dev-${randomUUID().slice(0, 8)}`): Promise<{ id: string; identifier: string }> {
   const res = await call("POST", "/api/devices", { identifier });
@@ -315,9 +303,9 @@ for (const kind of kinds) {
 
     await mesh.drainOutbox();
     const mine = () => seen.map((d) => kind.decodeAcknowledged(d)).filter((a) => a?.id === id);
-    for (let i = 0; i < 200 && mine().length < 1; i++) await new Promise((r) => setTimeout(r, 50));
-    // Give a wrongly published second event the same chance to arrive before counting.
-    await new Promise((r) => setTimeout(r, 300));
+    // The anonymous acknowledgement came after the repeat, and events leave the outbox in order:
+    // once it has arrived, an event the repeat wrongly published would have arrived before it.
+    await until(() => seen.some((d) => kind.decodeAcknowledged(d)?.id === anonymous), "the acknowledgement made after the repeat");
     t.is(mine().length, 1, "the repeat publishes nothing");
     t.like(mine()[0], { acknowledged: true, acknowledgedBy: "alice" });
   });
@@ -375,10 +363,12 @@ for (const kind of kinds) {
     t.is((await call("POST", `${kind.path}/bulk-acknowledge`, { ids: "all" })).status, 400, "wrong type");
     t.deepEqual(ids((await list(kind, { deviceId: device.id, unacknowledged: true })).body), [c], "refused calls changed nothing");
 
+    // A marker after the repeats: events leave the outbox in order, so once c's acknowledgement has
+    // arrived, any event a repeat or a refused call wrongly published has arrived before it.
+    t.is((await call("POST", `${kind.path}/${c}/acknowledge`, { acknowledgedBy: "marker" })).status, 200);
     await mesh.drainOutbox();
     const mine = () => seen.map((d) => kind.decodeAcknowledged(d)).filter((x) => x?.id === a || x?.id === b);
-    for (let i = 0; i < 200 && mine().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => seen.some((d) => kind.decodeAcknowledged(d)?.id === c), "the marker acknowledgement of c");
     t.deepEqual(
       mine()
         .map((x) => x!.id)

@@ -3,7 +3,6 @@
 // of an open API on a public address.
 import { getOption, hasOption, type DescService } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import test from "ava";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -24,6 +23,8 @@ import { ConfigError } from "../../services/runtime/config/index.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
 import { startMesh } from "../../services/mesh.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { loadGrpcPackage, unaryCall } from "../support/grpc-js.js";
+import { sendJson } from "../support/rest.js";
 
 const OPS_KEY = `ops-${randomUUID()}`;
 const INGEST_KEY = `feed-${randomUUID()}`;
@@ -46,14 +47,8 @@ test.after.always(async () => {
 
 type Json = Record<string, unknown>;
 
-async function call(method: string, path: string, key?: string, body?: unknown, at = base) {
-  const headers: Record<string, string> = {};
-  if (key !== undefined) headers["x-api-key"] = key;
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await fetch(`${at}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, contentType: res.headers.get("content-type"), text, body: (text ? JSON.parse(text) : undefined) as Json };
-}
+const call = (method: string, path: string, key?: string, body?: unknown, at = base) =>
+  sendJson<Json>(`${at}${path}`, method, body, key === undefined ? {} : { "x-api-key": key });
 
 const unique = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 
@@ -186,13 +181,7 @@ test.serial("every route: operator key passes; ingest key 403 outside ingest; no
 
 // gRPC callers send the key as metadata, with a client written by others.
 function grpcClients() {
-  const definition = protoLoader.loadSync(["tracking/v1/device.proto", "tracking/v1/observation.proto", "tracking/v1/auth.proto"], {
-    includeDirs: ["proto", "node_modules/google-proto-files"],
-    defaults: false,
-    oneofs: true,
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
-  const pkg = grpc.loadPackageDefinition(definition) as any;
+  const pkg = loadGrpcPackage(["tracking/v1/device.proto", "tracking/v1/observation.proto", "tracking/v1/auth.proto"]);
   const address = `127.0.0.1:${mesh.servicePort}`;
   const credentials = grpc.credentials.createInsecure();
   return {
@@ -205,10 +194,7 @@ function grpcClients() {
 function unary<T>(client: grpc.Client, method: string, request: object, key?: string): Promise<T> {
   const metadata = new grpc.Metadata();
   if (key !== undefined) metadata.set("x-api-key", key);
-  return new Promise((resolve, reject) => {
-    // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
-    (client as any)[method](request, metadata, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
-  });
+  return unaryCall<T>(client, method, request, metadata);
 }
 
 test("gRPC: the key travels as x-api-key metadata, with the same codes", async (t) => {

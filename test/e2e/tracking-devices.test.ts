@@ -8,6 +8,8 @@ import { BreachEntity, SpeedAlertEntity } from "../../services/tracking/store/al
 import { IntegrationFeedEntity } from "../../services/tracking/store/integration-feed-entity.js";
 import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -30,16 +32,7 @@ interface Problem {
 
 const unknownId = "00000000-0000-4000-8000-000000000000";
 
-async function call(method: string, path: string, body?: unknown) {
-  const init: RequestInit = { method };
-  if (body !== undefined) {
-    init.headers = { "content-type": "application/json" };
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`${base}${path}`, init);
-  const text = await res.text();
-  return { res, status: res.status, body: (text ? JSON.parse(text) : undefined) as Json & Problem };
-}
+const call = (method: string, path: string, body?: unknown) => sendJson<Json & Problem>(`${base}${path}`, method, body);
 
 /** A unique identifier per call, so tests stay independent of each other. */
 const ident = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -362,7 +355,7 @@ test("create, update and delete publish tracking.v1.device.* events, delete with
   const schemaOf = (subject: string) =>
     subject.endsWith("created") ? DeviceCreatedSchema : subject.endsWith("updated") ? DeviceUpdatedSchema : DeviceDeletedSchema;
   const mine = () => seen.filter((s) => fromBinary(schemaOf(s.subject), s.data).device?.id === id);
-  for (let i = 0; i < 200 && mine().length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+  await until(() => mine().length >= 3, "the device's three events");
 
   const events = mine();
   t.deepEqual(

@@ -6,8 +6,10 @@ import test, { type ExecutionContext } from "ava";
 import { EventSource, type ErrorEvent } from "eventsource";
 import { createHash } from "node:crypto";
 import { get as httpGet, type IncomingMessage } from "node:http";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { realInfra, realServers } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -28,16 +30,8 @@ interface Received {
   data: Json;
 }
 
-async function call(path: string, method = "GET", body?: unknown, headers: Record<string, string> = {}, at = base) {
-  const init: RequestInit = { method, headers: { ...headers } };
-  if (body !== undefined) {
-    init.headers = { ...headers, "content-type": "application/json" };
-    init.body = JSON.stringify(body);
-  }
-  const res = await fetch(`${at}${path}`, init);
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as Json };
-}
+const call = (path: string, method = "GET", body?: unknown, headers: Record<string, string> = {}, at = base) =>
+  sendJson<Json>(`${at}${path}`, method, body, headers);
 
 async function newToken(at = base, headers: Record<string, string> = {}): Promise<string> {
   const res = await call("/api/events/token", "POST", undefined, headers, at);
@@ -63,11 +57,6 @@ function listen(t: ExecutionContext, url: string, lastEventId?: string) {
   const opened = new Promise<void>((resolve) => es.addEventListener("open", () => resolve()));
   t.teardown(() => es.close());
   return { es, received, errors, opened };
-}
-
-async function until(condition: () => boolean, what: string) {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 25));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
 }
 
 /** A raw GET: the status, the headers and everything until the server ends the answer or `stopAt` shows. */
@@ -319,8 +308,7 @@ test("through a gateway-only process the stream crosses the gRPC hop the same wa
   );
 });
 
-const infra = realInfra();
-if (infra.databaseUrl && infra.natsUrl) {
+if (realServers(test, "two meshes sharing PostgreSQL and NATS", ["postgres", "nats"])) {
   test("an event raised through one mesh reaches a client of another sharing PostgreSQL and NATS", async (t) => {
     const a = await startTestMesh();
     // B shares A's database (A drops it at close, so B closes first).

@@ -18,20 +18,20 @@ import { ObservationInputSchema, ObservationService } from "../../gen/tracking/v
 import type { BusMessage } from "../../services/runtime/bus/index.js";
 import { BreachEntity } from "../../services/tracking/store/alert-entities.js";
 import { GeofenceEntity, GeofenceStateEntity, type GeofenceRow } from "../../services/tracking/store/geofence-entity.js";
+import { watchBus } from "../support/event-watch.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
-const seen: BusMessage[] = [];
+let seen: BusMessage[] = [];
 let stopSubscription: () => Promise<void> = async () => {};
 
 test.before(async () => {
   mesh = await startTestMesh();
   base = mesh.frontUrl("tracking");
-  const sub = await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.>"] }, (m) => {
-    seen.push(m);
-  });
-  stopSubscription = () => sub.stop();
+  ({ seen, stop: stopSubscription } = await watchBus(mesh));
 });
 test.after.always(async () => {
   await stopSubscription();
@@ -39,15 +39,7 @@ test.after.always(async () => {
 });
 
 type Json = Record<string, unknown>;
-const send = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, type: res.headers.get("content-type") ?? "", body: (text ? JSON.parse(text) : null) as Json & Json[] };
-};
+const send = (method: string, path: string, body?: unknown) => sendJson<Json & Json[]>(`${base}${path}`, method, body);
 
 let counter = 0;
 const unique = (prefix: string) => `${prefix}-${process.pid}-${Date.now()}-${counter++}`;
@@ -95,14 +87,6 @@ async function breachesOf(deviceId: string) {
 }
 const kinds = async (deviceId: string, fenceId?: string) =>
   (await breachesOf(deviceId)).filter((b) => !fenceId || b.geofenceId === fenceId).map((b) => b.breachEventType);
-
-async function until(predicate: () => boolean | Promise<boolean>, what: string) {
-  for (let i = 0; i < 200; i++) {
-    if (await predicate()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 test("create answers 200 with every property (isActive defaults to true); list is a JSON array, newest first", async (t) => {
   const first = await newFence({ centerLatitude: 10, centerLongitude: 10, radiusMeters: 100 });

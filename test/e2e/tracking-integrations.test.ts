@@ -4,7 +4,6 @@
 // on the embedded defaults by the in-process bus.
 import { fromBinary } from "@bufbuild/protobuf";
 import test from "ava";
-import { connect, DeliverPolicy } from "nats";
 import {
   DeviceCreatedSchema,
   DeviceUpdatedSchema,
@@ -14,51 +13,27 @@ import {
   ObservationRecordedSchema,
   SpeedAlertRaisedSchema,
 } from "../../gen/tracking/v1/events_pb.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
 import { SpeedAlertEntity } from "../../services/tracking/store/alert-entities.js";
 import { DeviceEntity } from "../../services/tracking/store/device-entity.js";
 import { IntegrationFeedEntity } from "../../services/tracking/store/integration-feed-entity.js";
 import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
+import { type SeenEvent, watchStream } from "../support/event-watch.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
-
-interface Seen {
-  subject: string;
-  data: Uint8Array;
-}
+import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
-const seen: Seen[] = [];
-const stops: (() => unknown)[] = [];
+let seen: SeenEvent[] = [];
+let stopWatching: () => Promise<void> = async () => {};
 
 test.before(async () => {
   mesh = await startTestMesh();
   base = mesh.frontUrl("tracking");
-  const natsUrl = realInfra().natsUrl;
-  if (natsUrl) {
-    const nc = await connect({ servers: natsUrl });
-    const consumer = await nc.jetstream().consumers.get("TRACKING", {
-      // One subject as a string: a list needs NATS 2.10.
-      filterSubjects: "tracking.v1.>",
-      deliver_policy: DeliverPolicy.New,
-    });
-    const messages = await consumer.consume();
-    void (async () => {
-      for await (const m of messages) seen.push({ subject: m.subject, data: m.data });
-    })();
-    stops.push(
-      () => messages.stop(),
-      () => nc.close(),
-    );
-  } else {
-    const sub = await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.>"] }, (m) => {
-      seen.push({ subject: m.subject, data: m.data });
-    });
-    stops.push(() => sub.stop());
-  }
+  ({ seen, stop: stopWatching } = await watchStream(mesh));
 });
 test.after.always(async () => {
-  for (const stop of stops) await stop();
+  await stopWatching();
   await mesh?.close();
 });
 
@@ -70,15 +45,7 @@ interface Answer {
   text: string;
 }
 
-async function send(method: string, path: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, type: res.headers.get("content-type") ?? "", body: text ? JSON.parse(text) : null, text };
-}
+const send = (method: string, path: string, body?: unknown): Promise<Answer> => sendJson<Answer["body"]>(`${base}${path}`, method, body);
 const get = (path: string) => send("GET", path);
 const post = (path: string, body: unknown) => send("POST", path, body);
 const put = (path: string, body: unknown) => send("PUT", path, body);
@@ -114,11 +81,6 @@ const fix = (externalTrackerId: string | undefined, minutes: number, extra: Json
 const errorFields = (a: Answer) => Object.keys(a.body?.errors ?? {}).sort();
 const storedFeed = (id: string) => mesh.db!.em().findOneOrFail(IntegrationFeedEntity, { id });
 const deviceByIdentifier = (identifier: string) => mesh.db!.em().findOne(DeviceEntity, { identifier });
-
-async function until(predicate: () => boolean, what: string) {
-  for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 50));
-  if (!predicate()) throw new Error(`gave up waiting for ${what}`);
-}
 
 /** Events published on `subject` whose payload `pick` matches, decoded. */
 function eventsOf<T>(subject: string, decode: (data: Uint8Array) => T, pick: (event: T) => boolean): T[] {

@@ -10,36 +10,28 @@ import { ObservationInputSchema, ObservationService, type ObservationInput } fro
 import type { BusMessage } from "../../services/runtime/bus/index.js";
 import { SpeedAlertEntity } from "../../services/tracking/store/alert-entities.js";
 import { ObservationEntity } from "../../services/tracking/store/observation-entity.js";
+import { watchBus } from "../support/event-watch.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
+import { sendJson } from "../support/rest.js";
 
 let mesh: TestMesh;
 let base: string;
-const seen: BusMessage[] = [];
+let seen: BusMessage[] = [];
+let stopSubscription: () => Promise<void> = async () => {};
 
 test.before(async () => {
   mesh = await startTestMesh();
   base = mesh.frontUrl("tracking");
-  const sub = await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.>"] }, (m) => {
-    seen.push(m);
-  });
-  stopSubscription = () => sub.stop();
+  ({ seen, stop: stopSubscription } = await watchBus(mesh));
 });
-let stopSubscription: () => Promise<void> = async () => {};
 test.after.always(async () => {
   await stopSubscription();
   await mesh?.close();
 });
 
 type Json = Record<string, unknown>;
-const send = async (method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, type: res.headers.get("content-type") ?? "", body: (text ? JSON.parse(text) : null) as Json & Json[] };
-};
+const send = (method: string, path: string, body?: unknown) => sendJson<Json & Json[]>(`${base}${path}`, method, body);
 const post = (path: string, body: unknown) => send("POST", path, body);
 const get = (path: string) => send("GET", path);
 
@@ -75,14 +67,6 @@ async function speedAlertsOf(deviceId: string) {
 }
 async function observationCount(deviceId: string) {
   return mesh.db!.em().count(ObservationEntity, { deviceId });
-}
-
-async function until(predicate: () => boolean | Promise<boolean>, what: string) {
-  for (let i = 0; i < 200; i++) {
-    if (await predicate()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gave up waiting for ${what}`);
 }
 
 test("POST /api/observations records one and answers 200 with every property; the device's lastSeenAt follows", async (t) => {

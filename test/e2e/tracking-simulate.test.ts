@@ -9,6 +9,7 @@ import type { BusMessage } from "../../services/runtime/bus/index.js";
 import { seedGeofences } from "../../services/tracking/domain/seed-data.js";
 import { findPreset, haversineMeters, planRunTiming, simulationPresets } from "../../services/tracking/domain/simulation-presets.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 let mesh: TestMesh;
 let base: string;
@@ -193,7 +194,7 @@ test("preset 2 GeofenceEntryExit: 10 observations, Enter then Exit on a temporar
       }
       return [];
     });
-  for (let i = 0; i < 200 && fenceEvents().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+  await until(() => fenceEvents().length >= 2, "the temporary fence's two events");
   t.deepEqual(fenceEvents(), [
     { subject: "tracking.v1.geofence.created", isActive: true },
     { subject: "tracking.v1.geofence.updated", isActive: false },

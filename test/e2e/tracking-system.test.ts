@@ -15,6 +15,7 @@ import {
 } from "../../gen/tracking/v1/events_pb.js";
 import type { BusMessage } from "../../services/runtime/bus/index.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until } from "../support/until.js";
 
 const packageVersion = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
@@ -63,11 +64,6 @@ async function watchEvents(t: import("ava").ExecutionContext) {
   const sub = await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.>"] }, (m) => seen.push(m));
   t.teardown(() => sub.stop());
   return seen;
-}
-
-async function until(predicate: () => boolean, what: string) {
-  for (let i = 0; i < 200 && !predicate(); i++) await new Promise((r) => setTimeout(r, 50));
-  if (!predicate()) throw new Error(`gave up waiting for ${what}`);
 }
 
 // Seeding changes global state, so these run one at a time, in this order, before the rest.

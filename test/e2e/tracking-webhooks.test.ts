@@ -12,9 +12,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "nats";
 import { Webhook } from "standardwebhooks";
-import { createTestDatabaseUrl } from "../../services/runtime/database/index.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { createTestDatabaseUrl } from "../support/test-database.js";
+import { realInfra, realServers } from "../support/real-infra.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
+import { until as poll } from "../support/until.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies read loosely in assertions
 type Json = Record<string, any>;
@@ -192,16 +193,8 @@ async function ok(mesh: TestMesh, method: string, path: string, body?: unknown):
   return res.body;
 }
 
-/** Polls a condition (not a clock): resolves with its first truthy value, fails after 60 s. */
-async function until<T>(what: string, probe: () => T | Promise<T>): Promise<Exclude<T, false | null | undefined | 0 | "">> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as Exclude<T, false | null | undefined | 0 | "">;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** The shared poll with the 60 s these retry schedules need, named first as this file reads best. */
+const until = <T>(what: string, probe: () => T | Promise<T>) => poll(probe, what, { timeoutMs: 60_000 });
 
 async function attempts(mesh: TestMesh, query = ""): Promise<Json[]> {
   return (await ok(mesh, "GET", `/api/webhooks/deliveries?pageSize=200${query}`)).items as Json[];
@@ -626,7 +619,7 @@ test.serial("an endpoint without a secret while signing is on stops start-up, na
 
 // Two deployments on one NATS server share the TRACKING stream; each must deliver only the events
 // its own database recorded (its durables are its own, and foreign events are not in its outbox).
-if (realInfra().natsUrl) {
+if (realServers(test, "deployments sharing a NATS server", ["nats"])) {
   test.serial("deployments sharing a NATS server deliver only their own events", async (t) => {
     const receiver = await startReceiver(t);
     const a = await startWebhookMesh(t, { endpoints: [{ url: receiver.url("/a") }] });

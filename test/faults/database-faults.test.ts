@@ -13,7 +13,7 @@ import { Migration } from "@mikro-orm/migrations";
 import { MikroORM, PostgreSqlDriver, type EntityManager } from "@mikro-orm/postgresql";
 import test, { type ExecutionContext } from "ava";
 import { createFront } from "../../gateway/index.js";
-import { LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { LibraryService } from "../gen/meshwork/testing/v1/transcoding_pb.js";
 import { openDatabase, type Database } from "../../services/runtime/database/index.js";
 import {
   buildRoutes,
@@ -23,7 +23,9 @@ import {
   startServiceHost,
 } from "../../services/runtime/host/index.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
-import { createTestDatabaseUrl, realInfra, testLogger } from "../../services/runtime/testing/index.js";
+import { createTestDatabaseUrl } from "../support/test-database.js";
+import { realInfra, realServers } from "../support/real-infra.js";
+import { testLogger } from "../support/test-logger.js";
 
 class CreateBooks extends Migration {
   override up(): void {
@@ -64,7 +66,9 @@ interface Fixture {
 }
 
 const infra = realInfra();
-const targets = infra.databaseUrl ? (["embedded", "postgres"] as const) : (["embedded"] as const);
+// On real PostgreSQL too when it is configured; under MESHWORK_REQUIRE_REAL_INFRA a missing server fails.
+const onPostgres = realServers(test, "database faults on PostgreSQL", ["postgres"]) !== undefined;
+const targets = onPostgres ? (["embedded", "postgres"] as const) : (["embedded"] as const);
 const books = { name: "faults", entities: [], migrations: [{ name: "faults-0001-book", class: CreateBooks }] };
 
 async function tempDir(t: ExecutionContext): Promise<string> {
@@ -227,7 +231,7 @@ for (const target of targets) {
   });
 }
 
-if (infra.databaseUrl) {
+if (onPostgres) {
   test("postgres: connections cut under a running service: REST 503 + Retry-After, Connect Unavailable", async (t) => {
     const { db, cut } = await openTarget(t, "postgres", true);
     const f = await serve(t, () => db.em());

@@ -4,9 +4,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabaseUrl } from "../../services/runtime/database/index.js";
+import { createTestDatabaseUrl } from "./test-database.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
-import { realInfra } from "../../services/runtime/testing/index.js";
+import { missingServers, notConfigured, realInfra, realInfraRequired } from "./real-infra.js";
 import { type Mesh, type MeshMode, startMesh } from "../../services/mesh.js";
 import { loadMeshConfig, type MeshConfig } from "../../services/mesh-config.js";
 
@@ -27,6 +27,10 @@ export interface TestMeshOptions {
 }
 
 export async function startTestMesh(options: TestMeshOptions = {}): Promise<TestMesh> {
+  const missing = realInfraRequired() ? missingServers(["postgres", "nats"]) : [];
+  if (missing.length > 0) {
+    throw new Error(`MESHWORK_REQUIRE_REAL_INFRA is set but ${notConfigured(missing)}: this mesh would run embedded`);
+  }
   const infra = realInfra();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "meshwork-test-"));
   const mode = options.mode ?? { kind: "all" };

@@ -3,10 +3,12 @@ import { randomBytes } from "node:crypto";
 import test, { type ExecutionContext } from "ava";
 import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus, type StreamDefinition } from "./index.js";
-import { realInfra, testLogger } from "../testing/index.js";
+import { realServers } from "../../../test/support/real-infra.js";
+import { testLogger } from "../../../test/support/test-logger.js";
+import { until } from "../../../test/support/until.js";
 
 const logger = testLogger("bus.test");
-const natsUrl = realInfra().natsUrl;
+const natsUrl = realServers(test, "nats", ["nats"])?.natsUrl;
 const encode = (s: string) => new TextEncoder().encode(s);
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
@@ -36,10 +38,6 @@ async function fixture(t: ExecutionContext, url: string | undefined): Promise<Fi
 }
 
 /** Waits (without asserting on time) until the condition holds; fails the test if it never does. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 25));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
-}
 
 const adapters: { name: string; url: string | undefined }[] = [{ name: "memory", url: undefined }];
 if (natsUrl) adapters.push({ name: "nats", url: natsUrl });

@@ -5,8 +5,10 @@ import { join } from "node:path";
 import { EntitySchema, LockMode, type Opt } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import test, { type ExecutionContext } from "ava";
-import { createTestDatabaseUrl, MIGRATIONS_TABLE, openDatabase, redactUrl, type DatabaseModule } from "./index.js";
-import { realInfra, testLogger } from "../testing/index.js";
+import { MIGRATIONS_TABLE, openDatabase, redactUrl, type DatabaseModule } from "./index.js";
+import { realInfra, realServers } from "../../../test/support/real-infra.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 
 interface Note {
   id: number;
@@ -83,7 +85,7 @@ const postgres: Target = {
   },
 };
 
-const targets = infra.databaseUrl ? [embedded, postgres] : [embedded];
+const targets = realServers(test, "postgres", ["postgres"]) ? [embedded, postgres] : [embedded];
 
 for (const target of targets) {
   test(`${target.name}: migrates, writes, and still sees the data after a restart`, async (t) => {

@@ -5,8 +5,10 @@ import { join } from "node:path";
 import { EntitySchema } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import test, { type ExecutionContext } from "ava";
-import { createTestDatabaseUrl, openDatabase, type Database, type DatabaseModule } from "./index.js";
-import { realInfra, testLogger } from "../testing/index.js";
+import { openDatabase, type Database, type DatabaseModule } from "./index.js";
+import { realInfra, realServers } from "../../../test/support/real-infra.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 
 interface Gadget {
   id: string;
@@ -80,7 +82,7 @@ async function open(t: ExecutionContext, real: boolean): Promise<Database> {
   return db;
 }
 
-for (const real of infra.databaseUrl ? [false, true] : [false]) {
+for (const real of realServers(test, "postgres", ["postgres"]) ? [false, true] : [false]) {
   const name = (title: string) => `${real ? "postgres" : "embedded"}: ${title}`;
 
   test(name("byId reads the same row as em.findOne, values and types included"), async (t) => {

@@ -23,7 +23,7 @@ import {
   ShelfEventSchema,
   type Book,
   type GetBookRequest,
-} from "../../../gen/meshwork/testing/v1/transcoding_pb.js";
+} from "../../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { invalidArgument } from "../errors/index.js";
 import { serverTracingInterceptor } from "../telemetry/index.js";
 import { buildRoutes } from "./build-routes.js";
@@ -32,7 +32,8 @@ import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { getRequestId } from "./request-context.js";
 import { definePartialService } from "./service-registration.js";
-import { memoryLogger } from "./test-fixtures.js";
+import { memoryLogger } from "../../../test/support/host-fixtures.js";
+import { until } from "../../../test/support/until.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -407,9 +408,9 @@ function logged(s: Setup) {
     .map((line) => ({ rpc: line.obj.rpc, err: (line.obj.err as Error).message }));
 }
 
-/** The handler's abort codes, once its rejection has been observed. */
+/** The handler's abort codes, once its signal has fired (a signal fires once, so one code is all). */
 async function abortCodes(s: Setup): Promise<string[]> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(() => s.seen.abortCodes.length > 0, "the handler's signal to fire");
   return s.seen.abortCodes.map((code) => Code[code]);
 }
 
@@ -577,7 +578,7 @@ test("aborting a stream ends the caller's loop with Canceled and the handler's w
   });
   t.is(ConnectError.from(err).code, Code.Canceled);
   t.deepEqual(seen, [1, 2]);
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(() => cleanedUp, "the handler's finally block");
   t.true(cleanedUp);
 });
 

@@ -6,7 +6,7 @@ import { Health, HealthCheckResponse_ServingStatus } from "../../../gen/grpc/hea
 import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { forwardRequestIdInterceptor, requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { getRequestId, requestContext } from "./request-context.js";
-import { memoryLogger } from "./test-fixtures.js";
+import { memoryLogger } from "../../../test/support/host-fixtures.js";
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 

@@ -8,7 +8,7 @@ import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import test from "ava";
-import { KNOWN_ASSET_ID, startFixture } from "./test-fixtures.js";
+import { KNOWN_ASSET_ID, startFixture } from "../../../test/support/host-fixtures.js";
 
 const run = promisify(execFile);
 const buf = fileURLToPath(new URL("../../../node_modules/.bin/buf", import.meta.url));

@@ -1,10 +1,8 @@
 // The host end to end over the network, with clients written by others: grpc-js (loading the
 // .proto files, not our generated code) and connect-node's Connect and gRPC-web transports.
-import { fileURLToPath } from "node:url";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import test from "ava";
 import { Health, HealthCheckResponse_ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
 import { AssetService } from "../../../gen/tracking/v1/asset_pb.js";
@@ -13,31 +11,17 @@ import { errorInterceptor } from "./interceptors/error-interceptor.js";
 import { requestContextInterceptor } from "./interceptors/request-context-interceptor.js";
 import { startServiceHost } from "./service-host.js";
 import { definePartialService } from "./service-registration.js";
-import { FAILING_ASSET_ID, KNOWN_ASSET_ID, memoryLogger, SECRET_DETAIL, startFixture, type Fixture } from "./test-fixtures.js";
+import {
+  FAILING_ASSET_ID,
+  KNOWN_ASSET_ID,
+  memoryLogger,
+  SECRET_DETAIL,
+  startFixture,
+  type Fixture,
+} from "../../../test/support/host-fixtures.js";
+import { loadGrpcPackage, unaryCall as unary } from "../../../test/support/grpc-js.js";
 
-const protoRoot = fileURLToPath(new URL("../../../proto", import.meta.url));
-const googleProtos = fileURLToPath(new URL("../../../node_modules/google-proto-files", import.meta.url));
-
-// biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
-type GrpcPackage = any;
-
-function loadProto(file: string): GrpcPackage {
-  const definition = protoLoader.loadSync(file, {
-    includeDirs: [protoRoot, googleProtos],
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
-  return grpc.loadPackageDefinition(definition);
-}
-
-function unary<T>(client: grpc.Client, method: string, request: object, metadata = new grpc.Metadata()): Promise<T> {
-  return new Promise((resolve, reject) => {
-    // biome-ignore lint/suspicious/noExplicitAny: loaded at run time, no static type
-    (client as any)[method](request, metadata, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
-  });
-}
+const loadProto = (file: string) => loadGrpcPackage(file, { longs: String, enums: String, defaults: true });
 
 const standardInterceptors = (logger: Parameters<typeof errorInterceptor>[0]) => [requestContextInterceptor, errorInterceptor(logger)];
 

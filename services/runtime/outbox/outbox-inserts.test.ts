@@ -2,7 +2,7 @@
 // outboxInserts splits many rows into statements another statement can carry.
 import { fromBinary } from "@bufbuild/protobuf";
 import test from "ava";
-import { widgetEvents } from "../testing/index.js";
+import { widgetEvents } from "../../../test/support/test-events.js";
 import { outboxInserts, outboxRows } from "./outbox-rows.js";
 
 const events = widgetEvents("insertstest");

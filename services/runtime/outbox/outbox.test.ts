@@ -14,7 +14,11 @@ import test, { type ExecutionContext } from "ava";
 import { connect } from "nats";
 import { openBus, type BusMessage, type EventBus } from "../bus/index.js";
 import { openDatabase, type Database, type DatabaseModule } from "../database/index.js";
-import { createTestDatabaseUrl, realInfra, testLogger, widgetEvents, type WidgetEvents } from "../testing/index.js";
+import { realInfra, realServers } from "../../../test/support/real-infra.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { testLogger } from "../../../test/support/test-logger.js";
+import { widgetEvents, type WidgetEvents } from "../../../test/support/test-events.js";
+import { until } from "../../../test/support/until.js";
 import { createUnitOfWork, OutboxEvent, outboxModule, startOutboxRelay, transactionOn } from "./index.js";
 import { queryOn } from "./sql.js";
 
@@ -76,7 +80,7 @@ propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 
 const logger = testLogger("outbox.test");
 const infra = realInfra();
-const targets = infra.databaseUrl ? ["embedded", "postgres"] : ["embedded"];
+const targets = realServers(test, "postgres", ["postgres"]) ? ["embedded", "postgres"] : ["embedded"];
 
 interface Fixture {
   /** Opens the database at this test's place; call again to simulate a process restart. */
@@ -134,14 +138,6 @@ async function countAcked<T>(counts: Map<string, number>, id: string, publish: P
   const ack = await publish;
   counts.set(id, (counts.get(id) ?? 0) + 1);
   return ack;
-}
-
-async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`gave up waiting for ${what}`);
 }
 
 /** A unit of work whose relay is started (and told) by each test itself. */
@@ -497,6 +493,7 @@ for (const target of targets) {
     // The start-up pass must be over before the first row exists: had it published that row, the
     // notify below would queue a cycle that then takes the second row early.
     await relay.drain();
+    const firstWrittenAt = Date.now();
     await addWidget(db, events.created, "first");
     relay.notify();
     // Read from the table, not the subscription: a cycle marks its rows as it ends, while delivery
@@ -506,9 +503,10 @@ for (const target of targets) {
     // The cycle that published it started a moment ago: this one waits out the rest of the 5 s.
     await addWidget(db, events.created, "second");
     relay.notify();
-    await new Promise((r) => setTimeout(r, 300));
-    t.is(await unpublished(), 1, "not relayed inside the coalescing window");
     await until(async () => (await unpublished()) === 0, "the second event after the window");
+    // That cycle started after the first row was written, so a second cycle that kept the window
+    // cannot have published before 5 s from then (20 ms for the relay's whole-millisecond clock).
+    t.true(Date.now() - firstWrittenAt >= 5_000 - 20, "not relayed inside the coalescing window");
 
     await addWidget(db, events.created, "third");
     await relay.drain();

@@ -7,7 +7,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type Database } from "../database/index.js";
-import { createTestDatabaseUrl, realInfra, testLogger, widgetEvents } from "../testing/index.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { realInfra } from "../../../test/support/real-infra.js";
+import { testLogger } from "../../../test/support/test-logger.js";
+import { widgetEvents } from "../../../test/support/test-events.js";
 import { createUnitOfWork, OutboxEvent, outboxModule } from "./index.js";
 
 const GadgetEntity = new EntitySchema<{ id: string; name: string }>({

@@ -17,7 +17,8 @@ import { ObservationSchema } from "../../../gen/tracking/v1/observation_pb.js";
 import { droppedEvent, toStreamEvent } from "../../tracking/events/stream-mapping.js";
 import { subjects, trackingStream } from "../../tracking/events/subjects.js";
 import { openBus, type EventBus } from "../bus/index.js";
-import { testLogger } from "../testing/index.js";
+import { testLogger } from "../../../test/support/test-logger.js";
+import { until } from "../../../test/support/until.js";
 import { StreamClient } from "./stream-client.js";
 import { createStreamHub, type StreamHub } from "./stream-hub.js";
 
@@ -84,11 +85,6 @@ async function read(batches: AsyncIterator<ServerSentEventBatch>, count: number)
     out.push(...next.value.events.map(describe));
   }
   return out;
-}
-
-async function until(condition: () => boolean, what: string) {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!condition()) throw new Error(`gave up waiting for ${what}`);
 }
 
 test("a client that does not read loses the oldest events and is told how many, where they were", async (t) => {

@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
 import { openDatabase, type DatabaseModule } from "../database/index.js";
-import { createTestDatabaseUrl, realInfra, testLogger } from "../testing/index.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { realInfra } from "../../../test/support/real-infra.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 import { createStreamTokens, hashStreamToken, streamTokenTable } from "./index.js";
 
 const logger = testLogger("stream-tokens.test");

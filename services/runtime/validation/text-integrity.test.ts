@@ -5,11 +5,11 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import test from "ava";
 import { createFront } from "../../../gateway/index.js";
 import { BadRequestSchema } from "../../../gen/google/rpc/error_details_pb.js";
-import { CreateBookRequestSchema, GetBookRequestSchema } from "../../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { CreateBookRequestSchema, GetBookRequestSchema } from "../../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { AssetService, type AssetInput } from "../../../gen/tracking/v1/asset_pb.js";
 import { ObservationService } from "../../../gen/tracking/v1/observation_pb.js";
 import { buildRoutes, createDirectTransport, definePartialService, errorInterceptor, startServiceHost } from "../host/index.js";
-import { memoryLogger } from "../host/test-fixtures.js";
+import { memoryLogger } from "../../../test/support/host-fixtures.js";
 import { invalidTextFields, requiredFieldsInterceptor, textIntegrityInterceptor } from "./index.js";
 
 const NUL = "\u0000";

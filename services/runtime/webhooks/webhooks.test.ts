@@ -16,7 +16,9 @@ import { Webhook } from "standardwebhooks";
 import { openBus } from "../bus/index.js";
 import { openDatabase, type DatabaseModule } from "../database/index.js";
 import { OutboxEvent, outboxModule } from "../outbox/index.js";
-import { createTestDatabaseUrl, realInfra, testLogger } from "../testing/index.js";
+import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
+import { realInfra } from "../../../test/support/real-infra.js";
+import { testLogger } from "../../../test/support/test-logger.js";
 import { createWebhooks, webhookTables, WebhookSettingsError, type WebhookSettings } from "./index.js";
 
 const logger = testLogger("webhooks.test");

@@ -1,7 +1,7 @@
 // The grid behind the fence index answers exactly what a scan of every box would: boxes within one
 // cell, across cells, too large for the grid, at the edges of the map, after removals.
 import test from "ava";
-import { seededRandom } from "../../../bench/ingest-fleet.js";
+import { seededRandom } from "../../../test/support/seeded-random.js";
 import type { GeoBox } from "../domain/geo.js";
 import { BoxGrid } from "./box-grid.js";
 

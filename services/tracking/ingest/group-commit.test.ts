@@ -10,6 +10,7 @@ import type { BusMessage } from "../../runtime/bus/index.js";
 import { createLogger } from "../../runtime/logging/index.js";
 import { startTelemetry, type Telemetry } from "../../runtime/telemetry/index.js";
 import { queryOn, toDate } from "../store/sql.js";
+import { until } from "../../../test/support/until.js";
 
 let telemetry: Telemetry;
 let mesh: TestMesh;
@@ -86,7 +87,7 @@ test("concurrent single records: each answered on its own, each event with its o
   t.is(new Set(answers.map((a) => a.body.id)).size, count, "one observation each");
 
   await mesh.drainOutbox();
-  for (let i = 0; i < 100 && recorded.length < count; i++) await new Promise((r) => setTimeout(r, 50));
+  await until(() => recorded.length >= count, "an ObservationRecorded event per call");
   const traceByObservation = new Map<string, string>();
   for (const m of recorded) {
     const observation = fromBinary(ObservationRecordedSchema, m.data).observation!;

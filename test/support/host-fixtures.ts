@@ -1,13 +1,17 @@
-// Shared by the host's tests: a fake AssetService (the real one lives in services/tracking),
+// Shared by the service host's tests (services/runtime/host): a fake AssetService (the real one lives in services/tracking),
 // a logger that remembers its lines, and a host started on an ephemeral port.
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { AssetService } from "../../../gen/tracking/v1/asset_pb.js";
-import { buildRoutes, type ServiceRoutes } from "./build-routes.js";
-import type { Logger } from "./logger.js";
-import { getRequestId } from "./request-context.js";
-import { startServiceHost, type ServiceHost } from "./service-host.js";
-import { definePartialService } from "./service-registration.js";
+import { AssetService } from "../../gen/tracking/v1/asset_pb.js";
+import {
+  buildRoutes,
+  definePartialService,
+  getRequestId,
+  type Logger,
+  type ServiceHost,
+  type ServiceRoutes,
+  startServiceHost,
+} from "../../services/runtime/host/index.js";
 
 export interface LogLine {
   level: "debug" | "info" | "warn" | "error";

@@ -4,8 +4,8 @@ import { randomUUID } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { create, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { createRouterTransport, type HandlerContext } from "@connectrpc/connect";
-import { createFront, type Front, type FrontOptions, type GatewayLogger } from "../index.js";
-import { InventoryService, LibraryService } from "../../gen/meshwork/testing/v1/transcoding_pb.js";
+import { createFront, type Front, type FrontOptions, type GatewayLogger } from "../../gateway/index.js";
+import { InventoryService, LibraryService } from "../gen/meshwork/testing/v1/transcoding_pb.js";
 
 /** What a service saw. */
 export interface Captured {

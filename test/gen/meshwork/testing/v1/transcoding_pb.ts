@@ -7,14 +7,14 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
-import type { HttpBody, HttpBodySchema } from "../../../google/api/httpbody_pb.js";
-import { file_google_api_httpbody } from "../../../google/api/httpbody_pb.js";
+import { file_google_api_annotations } from "../../../../../gen/google/api/annotations_pb.js";
+import type { HttpBody, HttpBodySchema } from "../../../../../gen/google/api/httpbody_pb.js";
+import { file_google_api_httpbody } from "../../../../../gen/google/api/httpbody_pb.js";
 import type { Duration, EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_google_protobuf_wrappers } from "@bufbuild/protobuf/wkt";
-import { file_meshwork_api_v1_options } from "../../api/v1/options_pb.js";
-import type { ServerSentEventBatchSchema, ServerSentEventSchema } from "../../api/v1/sse_pb.js";
-import { file_meshwork_api_v1_sse } from "../../api/v1/sse_pb.js";
+import { file_meshwork_api_v1_options } from "../../../../../gen/meshwork/api/v1/options_pb.js";
+import type { ServerSentEventBatchSchema, ServerSentEventSchema } from "../../../../../gen/meshwork/api/v1/sse_pb.js";
+import { file_meshwork_api_v1_sse } from "../../../../../gen/meshwork/api/v1/sse_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**

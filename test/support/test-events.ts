@@ -9,7 +9,7 @@ import {
   file_google_protobuf_timestamp,
   MessageOptionsSchema,
 } from "@bufbuild/protobuf/wkt";
-import { event, EventOptionsSchema } from "../../../gen/meshwork/api/v1/options_pb.js";
+import { event, EventOptionsSchema } from "../../gen/meshwork/api/v1/options_pb.js";
 
 export interface WidgetEvents {
   /** `<service>.v1.widget.created` and so on; each is { event_id, occurred_at, value }. */
