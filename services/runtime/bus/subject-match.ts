@@ -32,6 +32,6 @@ export function subjectsOverlap(a: string, b: string): boolean {
 
 export function assertValidSubject(subject: string): void {
   if (!subject || subject.split(".").some((t) => t === "" || t === "*" || t === ">" || /\s/.test(t))) {
-    throw new Error(`invalid subject "${subject}": publish to a concrete subject such as tracking.v1.asset.created`);
+    throw new Error(`invalid subject "${subject}": publish to a concrete subject such as <service>.v1.<entity>.<verb>`);
   }
 }
