@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { EntitySchema, LockMode, type Opt } from "@mikro-orm/core";
 import { Migration } from "@mikro-orm/migrations";
 import test, { type ExecutionContext } from "ava";
-import { MIGRATIONS_TABLE, openDatabase, redactUrl, type DatabaseModule } from "./index.js";
+import { findPage, MIGRATIONS_TABLE, openDatabase, redactUrl, type DatabaseModule } from "./index.js";
 import { realInfra, realServers } from "../../../test/support/real-infra.js";
 import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
 import { testLogger } from "../../../test/support/test-logger.js";
@@ -131,6 +131,30 @@ for (const target of targets) {
       ["notes-0001-note", "counters-0001-counter"],
     );
     t.is((await again.em().findOneOrFail(CounterEntity, { name: "a" })).value, 1);
+  });
+
+  test(`${target.name}: findPage's page and total agree while rows keep arriving`, async (t) => {
+    const place = await target.place(t);
+    const db = await openDatabase({ ...place, modules: [notes], logger });
+    t.teardown(() => db.close());
+    let writing = true;
+    let next = 0;
+    const writer = (async () => {
+      while (writing && next < 2_000) await db.em().insert(NoteEntity, { id: ++next, body: "arriving", createdAt: new Date() });
+    })();
+    const disagreements: string[] = [];
+    try {
+      for (let i = 0; i < 100; i++) {
+        // The limit is above anything the writer reaches, so the page is every row the total counts.
+        const page = await findPage(db.em(), NoteEntity, {}, { limit: 5_000, orderBy: { id: "asc" } });
+        if (page.rows.length !== page.total) disagreements.push(`${page.rows.length} rows of ${page.total}`);
+      }
+    } finally {
+      writing = false;
+      await writer;
+    }
+    t.true(next > 0, "rows arrived while the pages were read");
+    t.deepEqual(disagreements, []);
   });
 
   test(`${target.name}: concurrent transactions all commit, a failing one rolls back`, async (t) => {

@@ -4,7 +4,7 @@ import type { FilterQuery } from "@mikro-orm/core";
 import { createRequire } from "node:module";
 import type { Logger } from "pino";
 import type { EventBus, Stoppable } from "../bus/index.js";
-import type { Database } from "../database/index.js";
+import { findPage, type Database } from "../database/index.js";
 import { startDeliveryConsumers } from "./delivery-consumer.js";
 import { consumerId, deliveryStats, disabledEndpoints, type DeliveryStats } from "./delivery-store.js";
 import { startDispatcher, type Dispatcher } from "./dispatcher.js";
@@ -151,12 +151,12 @@ export function createWebhooks(options: WebhooksOptions): Webhooks {
       if (query.success !== undefined) where.success = query.success;
       if (query.eventType !== undefined) where.eventType = query.eventType;
       if (query.since !== undefined) where.createdAt = { $gte: query.since };
-      const [rows, totalCount] = await db.em().findAndCount(tables.attemptEntity, where, {
+      const { rows, total } = await findPage(db.em(), tables.attemptEntity, where, {
         orderBy: { createdAt: "desc", id: "desc" },
         limit: query.limit,
         offset: query.offset,
       });
-      return { rows, totalCount };
+      return { rows, totalCount: total };
     },
 
     stats: () => deliveryStats(tables.names, db.em()),

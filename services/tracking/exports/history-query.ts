@@ -1,6 +1,7 @@
 // Reading observation history: the request's filters checked (pure), the JSON page through the
 // ORM, and the rows of a file export through plain SQL in time order, a batch at a time.
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { findPage } from "../../runtime/database/index.js";
 import { isUuid, truncate, type FieldViolation } from "../../runtime/errors/index.js";
 import { ObservationEntity, type ObservationRow } from "../store/observation-entity.js";
 import { formatViolation, parseExportFormat, type ExportFormat } from "./export-format.js";
@@ -61,12 +62,11 @@ export async function historyPage(
   if (filter.from || filter.to) {
     where.observedAt = { ...(filter.from && { $gte: filter.from }), ...(filter.to && { $lte: filter.to }) };
   }
-  const [rows, total] = await em.findAndCount(ObservationEntity, where, {
+  return findPage(em, ObservationEntity, where, {
     orderBy: { observedAt: "desc", id: "desc" },
     limit,
     offset,
   });
-  return { rows, total };
 }
 
 interface SqlFilter {

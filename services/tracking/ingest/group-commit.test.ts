@@ -15,6 +15,7 @@ import { until } from "../../../test/support/until.js";
 let telemetry: Telemetry;
 let mesh: TestMesh;
 const recorded: BusMessage[] = [];
+const refusedMetadata = "refuse-this-record";
 
 test.before(async () => {
   // Context propagation on (spans are no-ops), as the meshwork command runs.
@@ -25,6 +26,15 @@ test.before(async () => {
     logger: createLogger({ level: "silent" }),
   });
   mesh = await startTestMesh();
+  await mesh.db!.em().execute(`
+    create function group_commit_test_refuse() returns trigger language plpgsql as $$
+    begin
+      if new.metadata = '${refusedMetadata}' then raise exception 'refused by the group-commit test'; end if;
+      return new;
+    end $$`);
+  await mesh.db!.em().execute(
+    `create trigger group_commit_test_refuse before insert on tracking_observation for each row execute function group_commit_test_refuse()`,
+  );
   await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.observation.recorded"] }, (m) => recorded.push(m));
 });
 
@@ -67,13 +77,14 @@ test("concurrent single records: each answered on its own, each event with its o
       { traceparent: `00-${traceOf(i)}-00f067aa0ba902b7-01` },
     ),
   );
-  // PostgreSQL refuses a NUL character in text: that record's transaction fails, and only that record.
+  // The database refuses one record that passed every check of ours (a trigger this test installs
+  // raises for its metadata): that record's transaction fails, and only that record.
   const refused = post("/api/observations/ingest", {
     deviceId: devices[0]!.id,
     observedAt: new Date(base + 30_000).toISOString(),
     latitude: 48.1,
     longitude: 11.5,
-    metadata: "bad\u0000byte",
+    metadata: refusedMetadata,
   });
   const answers = await Promise.all(calls);
   const bad = await refused;
