@@ -32,9 +32,9 @@ test.before(async () => {
       if new.metadata = '${refusedMetadata}' then raise exception 'refused by the group-commit test'; end if;
       return new;
     end $$`);
-  await mesh.db!.em().execute(
-    `create trigger group_commit_test_refuse before insert on tracking_observation for each row execute function group_commit_test_refuse()`,
-  );
+  await mesh.db!.em().execute(`
+    create trigger group_commit_test_refuse before insert on tracking_observation
+    for each row execute function group_commit_test_refuse()`);
   await mesh.bus!.subscribe({ stream: "TRACKING", filterSubjects: ["tracking.v1.observation.recorded"] }, (m) => recorded.push(m));
 });
 
