@@ -64,6 +64,8 @@ async function main(argv: string[]): Promise<void> {
     exporter: config.runtime.telemetry.exporter,
     otlpProtocol: config.runtime.telemetry.otlpProtocol,
     endpoint: config.runtime.telemetry.endpoint,
+    consoleSpans: config.runtime.telemetry.consoleSpans,
+    consoleSpanScopes: modules.flatMap((m) => m.telemetry?.consoleSpanScopes ?? []),
     env: config.otelEnv,
     logger,
   });

@@ -133,6 +133,11 @@ export const runtimeSettings = z.object({
       default: "meshwork",
       description: "service.name on every span and metric. OTEL_SERVICE_NAME overrides it.",
     }),
+    consoleSpans: setting.enum(["modules", "all", "none"], {
+      default: "modules",
+      description:
+        "Spans the console exporter prints: `modules` only those of the low-volume instrumentation scopes service modules declare, `all` every span (a line per RPC, for debugging), `none` none. Console metrics print at most once a minute. OTLP and Zipkin export every span.",
+    }),
   }),
 });
 

@@ -6,6 +6,7 @@ export {
   type ModuleAuth,
   type ModuleDeps,
   type ModuleRuntime,
+  type ModuleTelemetry,
   type ServiceModule,
   type Worker,
 } from "./service-module.js";

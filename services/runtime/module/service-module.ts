@@ -1,7 +1,8 @@
 // The contract between a bounded context (services/<name>) and the process that hosts it. A module
 // declares everything about its service: its settings, the RPC services it serves, what it stores,
-// its event streams, the REST front that shows it, how callers prove who they are, and the work it
-// runs in the background. The runtime offers the mechanisms and names no service.
+// its event streams, the REST front that shows it, how callers prove who they are, the work it
+// runs in the background, and which of its spans are few enough to print on a console. The runtime
+// offers the mechanisms and names no service.
 import type { DescService } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import type { ErrorStyle, JsonNaming } from "../../../gen/meshwork/api/v1/options_pb.js";
@@ -49,6 +50,18 @@ export interface ModuleAuth {
   bearer?: BearerVerifier;
 }
 
+/** What a module tells telemetry about its own instruments. */
+export interface ModuleTelemetry {
+  /**
+   * Instrumentation scope names (the names its tracers are created with) whose spans are few
+   * enough to print on the console exporter: one per user-visible unit of work (an agent turn, a
+   * tool call, a provider call), never one per RPC or per record. Under the default
+   * `Telemetry:ConsoleSpans=modules` the console prints the spans of these scopes and no others;
+   * OTLP and Zipkin export every span whatever is declared here.
+   */
+  consoleSpanScopes?: readonly string[];
+}
+
 /** Background work with a start and a stop (relays, schedulers, durable consumers). */
 export interface Worker {
   name: string;
@@ -79,6 +92,8 @@ export interface ServiceModule<S extends SettingsSchema = SettingsSchema> {
   auth(settings: SettingsOf<S>): ModuleAuth;
   /** The setting that configures those credentials, named when an open API would bind publicly. */
   credentialSetting?: string;
+  /** Its instruments as telemetry should treat them (the console's low-volume span scopes). */
+  telemetry?: ModuleTelemetry;
   /** Builds the handlers and starts the module's workers. */
   start(deps: ModuleDeps<SettingsOf<S>>): Promise<ModuleRuntime>;
 }

@@ -11,17 +11,26 @@ import {
   type PushMetricExporter,
 } from "@opentelemetry/sdk-metrics";
 import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { ScopeFilterSpanProcessor } from "./scope-filter.js";
 import type { MetricExporterPlan, TraceExporterPlan } from "./telemetry-config.js";
 
 // The SDK's own default; a shorter metric interval caps it, since the SDK refuses a timeout
 // longer than the interval.
 const EXPORT_TIMEOUT_MS = 30_000;
 
-export function createSpanProcessor(plan: TraceExporterPlan, serviceName: string): SpanProcessor {
+/** undefined when the plan lets no span through (console with no scope to print). */
+export function createSpanProcessor(plan: TraceExporterPlan, serviceName: string): SpanProcessor | undefined {
   switch (plan.kind) {
-    case "console":
+    case "console": {
+      if (plan.scopes !== "all" && plan.scopes.length === 0) {
+        // Nothing would be printed: no processor, so (with no other exporter) spans are not even
+        // recorded, while trace context still flows.
+        return undefined;
+      }
       // Printed as each span ends, so the output follows the work rather than a batch timer.
-      return new SimpleSpanProcessor(new ConsoleSpanExporter());
+      const printer = new SimpleSpanProcessor(new ConsoleSpanExporter());
+      return plan.scopes === "all" ? printer : new ScopeFilterSpanProcessor(printer, plan.scopes);
+    }
     case "zipkin":
       return new BatchSpanProcessor(new ZipkinExporter({ serviceName, ...(plan.url ? { url: plan.url } : {}) }));
     case "otlp": {
@@ -31,7 +40,8 @@ export function createSpanProcessor(plan: TraceExporterPlan, serviceName: string
   }
 }
 
-export function createMetricReader(plan: MetricExporterPlan, intervalMs: number): IMetricReader {
+export function createMetricReader(plan: MetricExporterPlan): IMetricReader {
+  const { intervalMs } = plan;
   let exporter: PushMetricExporter;
   if (plan.kind === "console") {
     exporter = new ConsoleMetricExporter();

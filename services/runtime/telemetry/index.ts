@@ -2,6 +2,8 @@
 // trace-header helpers for HTTP and NATS hops.
 export { startTelemetry, type StartTelemetryOptions, type Telemetry } from "./start-telemetry.js";
 export {
+  CONSOLE_METRICS_MIN_INTERVAL_MS,
+  type ConsoleSpans,
   planTelemetry,
   type MetricExporterPlan,
   type OtlpProtocol,

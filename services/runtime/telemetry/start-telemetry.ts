@@ -7,7 +7,7 @@ import { defaultResource, hostDetector, processDetector, resourceFromAttributes 
 import { NodeSDK } from "@opentelemetry/sdk-node";
 import { createMetricReader, createSpanProcessor } from "./exporters.js";
 import type { Logger } from "./logger.js";
-import { planTelemetry, type TelemetrySettings } from "./telemetry-config.js";
+import { type MetricExporterPlan, planTelemetry, type TelemetrySettings, type TraceExporterPlan } from "./telemetry-config.js";
 
 export interface StartTelemetryOptions extends TelemetrySettings {
   readonly logger: Logger;
@@ -36,7 +36,8 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
   }
 
   const serviceName = plan.resourceAttributes["service.name"] ?? options.serviceName;
-  const exporting = plan.traces.length > 0 || plan.metrics.length > 0;
+  const spanProcessors = plan.traces.flatMap((exporter) => createSpanProcessor(exporter, serviceName) ?? []);
+  const exporting = spanProcessors.length > 0 || plan.metrics.length > 0;
   const sdk = new NodeSDK({
     resource: defaultResource().merge(resourceFromAttributes(plan.resourceAttributes)),
     // Host and process details are worth their cost only when something leaves the process.
@@ -46,9 +47,10 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
     textMapPropagator: new W3CTraceContextPropagator(),
     // Empty lists (not undefined) keep the SDK from falling back to its own OTLP defaults.
     // With no span processor the SDK registers no tracer provider: spans are no-ops, while
-    // context and traceparent still flow, so `none` stays cheap without breaking the chain.
-    spanProcessors: plan.traces.map((exporter) => createSpanProcessor(exporter, serviceName)),
-    metricReaders: plan.metrics.map((exporter) => createMetricReader(exporter, plan.metricsIntervalMs)),
+    // context and traceparent still flow, so `none` stays cheap without breaking the chain. The
+    // default (console, printing only declared scopes, none declared) is that cheap too.
+    spanProcessors,
+    metricReaders: plan.metrics.map(createMetricReader),
     logRecordProcessors: [],
     instrumentations: [],
   });
@@ -89,8 +91,14 @@ export async function startTelemetry(options: StartTelemetryOptions): Promise<Te
   };
 }
 
-function describe(plan: { kind: string; protocol?: string; url?: string | undefined }): string {
-  return [plan.kind, plan.protocol, plan.url].filter((part) => part !== undefined).join(" ");
+function describe(plan: TraceExporterPlan | MetricExporterPlan): string {
+  const parts: (string | undefined)[] = [plan.kind];
+  if (plan.kind !== "console") parts.push("protocol" in plan ? plan.protocol : undefined, plan.url);
+  if ("scopes" in plan) {
+    parts.push(plan.scopes === "all" ? "(every span)" : plan.scopes.length === 0 ? "(no spans)" : `(spans of ${plan.scopes.join(", ")})`);
+  }
+  if ("intervalMs" in plan) parts.push(`every ${plan.intervalMs} ms`);
+  return parts.filter((part) => part !== undefined).join(" ");
 }
 
 function diagToLogger(logger: Logger) {

@@ -12,12 +12,23 @@
 //   OTEL_EXPORTER_OTLP_ENDPOINT            base URL (http adds /v1/traces, /v1/metrics), over endpoint
 //   OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT  per signal, used as given, over the above
 //   OTEL_EXPORTER_ZIPKIN_ENDPOINT          over endpoint when traces go to zipkin
-//   OTEL_METRIC_EXPORT_INTERVAL            milliseconds, over metricsIntervalMs
+//   OTEL_METRIC_EXPORT_INTERVAL            milliseconds, over metricsIntervalMs (the console
+//                                          exporter prints at most once a minute whatever it says)
 //
 // Other OTEL_* variables (samplers, batch sizes, limits) are read by the SDK itself.
+//
+// The console exporter is for people reading a terminal, so it prints little: spans only from the
+// instrumentation scopes that service modules declare as low-volume (consoleSpans `modules`), never
+// a line per RPC unless asked (`all`), and metrics at most once a minute. OTLP and Zipkin are meant
+// for volume and export every span at the configured interval.
 
 export type TelemetryExporter = "console" | "otlp" | "zipkin" | "none";
 export type OtlpProtocol = "grpc" | "http";
+/** Which spans the console exporter prints: the declared scopes' (`modules`), every one, or none. */
+export type ConsoleSpans = "modules" | "all" | "none";
+
+/** The console metric exporter's shortest interval: a terminal gets metrics at most once a minute. */
+export const CONSOLE_METRICS_MIN_INTERVAL_MS = 60_000;
 
 export interface TelemetrySettings {
   readonly serviceName: string;
@@ -28,26 +39,35 @@ export interface TelemetrySettings {
   readonly otlpProtocol?: OtlpProtocol;
   /** OTLP base URL, or the Zipkin spans URL. Unset: the exporter's default. */
   readonly endpoint?: string;
-  /** Metric export interval. Default 60 s. */
+  /** Metric export interval. Default 60 s; the console exporter never goes below 60 s. */
   readonly metricsIntervalMs?: number;
+  /** Which spans the console exporter prints. Default modules. */
+  readonly consoleSpans?: ConsoleSpans;
+  /**
+   * The instrumentation scope names service modules declare as low-volume: under consoleSpans
+   * `modules`, the console exporter prints spans from these scopes only. Default none.
+   */
+  readonly consoleSpanScopes?: readonly string[];
   /** The OTEL_* variables as the config loader found them (this module never reads process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export type TraceExporterPlan =
-  | { readonly kind: "console" }
+  /** `scopes`: the instrumentation scopes whose spans are printed, or every span. */
+  | { readonly kind: "console"; readonly scopes: readonly string[] | "all" }
   | { readonly kind: "otlp"; readonly protocol: OtlpProtocol; readonly url: string | undefined }
   | { readonly kind: "zipkin"; readonly url: string | undefined };
 
 export type MetricExporterPlan =
-  | { readonly kind: "console" }
-  | { readonly kind: "otlp"; readonly protocol: OtlpProtocol; readonly url: string | undefined };
+  | { readonly kind: "console"; readonly intervalMs: number }
+  | { readonly kind: "otlp"; readonly protocol: OtlpProtocol; readonly url: string | undefined; readonly intervalMs: number };
 
 export interface TelemetryPlan {
   readonly disabled: boolean;
   readonly resourceAttributes: Readonly<Record<string, string>>;
   readonly traces: readonly TraceExporterPlan[];
   readonly metrics: readonly MetricExporterPlan[];
+  /** The configured metric interval (OTLP uses it; console at least CONSOLE_METRICS_MIN_INTERVAL_MS). */
   readonly metricsIntervalMs: number;
   /** Values that were ignored, for a warning each. */
   readonly problems: readonly string[];
@@ -97,6 +117,10 @@ export function planTelemetry(settings: TelemetrySettings): TelemetryPlan {
     return `${base.replace(/\/+$/, "")}/v1/${signal.toLowerCase()}`;
   };
 
+  const consoleSpans = settings.consoleSpans ?? "modules";
+  const consoleScopes: readonly string[] | "all" =
+    consoleSpans === "all" ? "all" : consoleSpans === "none" ? [] : [...new Set(settings.consoleSpanScopes ?? [])];
+
   const traceKinds =
     exporterList("OTEL_TRACES_EXPORTER", env("OTEL_TRACES_EXPORTER"), ["otlp", "zipkin", "console"], problems) ??
     (exporter === "none" ? [] : [exporter]);
@@ -116,26 +140,35 @@ export function planTelemetry(settings: TelemetrySettings): TelemetryPlan {
           url: env("OTEL_EXPORTER_ZIPKIN_ENDPOINT") ?? (exporter === "zipkin" ? settings.endpoint : undefined),
         };
       default:
-        return { kind: "console" };
+        return { kind: "console", scopes: consoleScopes };
     }
-  });
-  const metrics = metricKinds.map((kind): MetricExporterPlan => {
-    if (kind === "otlp") {
-      const protocol = protocolFor("METRICS");
-      return { kind, protocol, url: otlpUrlFor("METRICS", protocol) };
-    }
-    return { kind: "console" };
   });
 
   let metricsIntervalMs = settings.metricsIntervalMs ?? DEFAULT_METRICS_INTERVAL_MS;
+  let intervalSource = `metricsIntervalMs=${metricsIntervalMs}`;
   const interval = env("OTEL_METRIC_EXPORT_INTERVAL");
   if (interval !== undefined) {
     const parsed = Number(interval);
     if (Number.isInteger(parsed) && parsed > 0) {
       metricsIntervalMs = parsed;
+      intervalSource = `OTEL_METRIC_EXPORT_INTERVAL=${interval}`;
     } else {
       problems.push(`OTEL_METRIC_EXPORT_INTERVAL=${interval} is not a positive integer; using ${metricsIntervalMs}`);
     }
+  }
+  // A terminal is not a metrics backend: the console exporter prints at most once a minute.
+  const consoleIntervalMs = Math.max(metricsIntervalMs, CONSOLE_METRICS_MIN_INTERVAL_MS);
+  const metrics = metricKinds.map((kind): MetricExporterPlan => {
+    if (kind === "otlp") {
+      const protocol = protocolFor("METRICS");
+      return { kind, protocol, url: otlpUrlFor("METRICS", protocol), intervalMs: metricsIntervalMs };
+    }
+    return { kind: "console", intervalMs: consoleIntervalMs };
+  });
+  if (consoleIntervalMs !== metricsIntervalMs && metrics.some((m) => m.kind === "console")) {
+    problems.push(
+      `${intervalSource} is below the console metric exporter's ${CONSOLE_METRICS_MIN_INTERVAL_MS} ms; console metrics print every ${consoleIntervalMs} ms`,
+    );
   }
 
   return {
