@@ -59,7 +59,7 @@ export function createFront(options: FrontOptions): Front {
   const style = frontStyleOf(options.services, options.defaultStyle);
   // Errors Node raises before a request exists (header overflow, timeouts, malformed requests):
   // answered in the front's style instead of Node's bare status line.
-  server.on("clientError", (err, socket) => answerClientError(err, socket, style.errorStyle, logger));
+  server.on("clientError", (err, socket) => answerClientError(err, socket, style.errorStyle, logger, options.accessLogLevel));
   return {
     server,
     listen() {

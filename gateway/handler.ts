@@ -14,7 +14,7 @@ import { serviceHeaders, type HeaderForwarder } from "./http/forward-headers.js"
 import { announcesBody, discardRest, readBody } from "./http/read-body.js";
 import { requestIdOf } from "./http/request-id.js";
 import { clientResponseHeaders, withServiceHeaders } from "./http/response-headers.js";
-import type { GatewayLogger } from "./logger.js";
+import { type AccessLogLevel, accessLogWriter, type GatewayLogger } from "./logger.js";
 import { selectFramer, type StreamFramer } from "./streams/framer.js";
 import { ndjsonFramer } from "./streams/ndjson.js";
 import { createSseFramer, SSE_HEADERS, type SseFramer } from "./streams/sse-framer.js";
@@ -34,6 +34,8 @@ export interface GatewayHandlerOptions {
   /** Any connect-es transport: in-process router, Connect, gRPC or gRPC-web. */
   readonly transport: Transport;
   readonly logger: GatewayLogger;
+  /** Level of the line per answered request; default info. 5xx log as errors whatever it is. */
+  readonly accessLogLevel?: AccessLogLevel;
   /** Largest accepted request body; default 1 MiB. */
   readonly bodyLimitBytes?: number;
   /** Style of errors raised before a method is known (404, 405). Default: the services' own. */
@@ -81,6 +83,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   const frontStyle = frontStyleOf(options.services, options.defaultStyle);
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const { transport, logger, timeoutMs, forwardHeaders } = options;
+  const accessLog = accessLogWriter(logger, options.accessLogLevel);
   const framers: [StreamFramer, ...StreamFramer[]] = [ndjsonFramer, ...(options.streamFramers ?? [])];
   const openStreams = new Set<AbortController>();
   // One framer (and frame cache) per event-stream route, shared by all its clients.
@@ -286,6 +289,9 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   }
 
   function logDone(ex: Exchange, status: number, reason: unknown, streamErrorStatus?: number) {
+    const failed = status >= 500 || (streamErrorStatus ?? 0) >= 500;
+    // A silent access log costs nothing per request; failures are logged all the same.
+    if (!failed && accessLog === undefined) return;
     const fields: Record<string, unknown> = {
       method: ex.req.method,
       path: ex.path,
@@ -295,14 +301,14 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     };
     if (ex.route) fields.rpc = ex.route.label;
     if (streamErrorStatus !== undefined) fields.streamError = streamErrorStatus;
-    if (status >= 500 || (streamErrorStatus ?? 0) >= 500) {
+    if (failed) {
       // The real cause stays in the log; the client only saw a generic detail.
       fields.err = reason instanceof Error ? reason.message : String(reason);
       // An unavailable dependency is an outage to watch, not a bug to fix.
       if ((streamErrorStatus ?? status) === 503) logger.warn(fields, "request failed: service unavailable");
       else logger.error(fields, "request failed");
     } else {
-      logger.info(fields, "request");
+      accessLog!(fields, "request");
     }
   }
 

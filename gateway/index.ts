@@ -17,7 +17,7 @@ export {
   type GatewayHandlerOptions,
   type RouteInfo,
 } from "./handler.js";
-export type { GatewayLogger } from "./logger.js";
+export { type AccessLogLevel, DEFAULT_ACCESS_LOG_LEVEL, type GatewayLogger } from "./logger.js";
 export type { HeaderForwarder } from "./http/forward-headers.js";
 export type { FrontStyle } from "./style.js";
 export type { StreamFramer } from "./streams/framer.js";

@@ -178,6 +178,7 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           transport: transports(module),
           defaultStyle: { errorStyle: declared.errorStyle, jsonNaming: declared.jsonNaming },
           logger,
+          accessLogLevel: runtime.logging.accessLevel,
           bodyLimitBytes: runtime.fronts.bodyLimitBytes,
           sseKeepAliveSeconds: runtime.fronts.sseKeepAliveSeconds,
           headersTimeoutSeconds: runtime.fronts.headersTimeoutSeconds,

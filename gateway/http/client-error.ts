@@ -4,7 +4,7 @@
 import type { Duplex } from "node:stream";
 import { HttpError } from "../errors/http-error.js";
 import { renderError } from "../errors/render-error.js";
-import type { GatewayLogger } from "../logger.js";
+import { type AccessLogLevel, accessLogWriter, type GatewayLogger } from "../logger.js";
 import type { ErrorStyleName } from "../style.js";
 import { reasonPhrase } from "../transcoder/status-codes.js";
 
@@ -19,7 +19,14 @@ function errorFor(code: string | undefined): HttpError {
   }
 }
 
-export function answerClientError(err: Error & { code?: string }, socket: Duplex, style: ErrorStyleName, logger: GatewayLogger): void {
+/** `accessLogLevel`: the refusal is an access line (a 4xx the client caused), logged at that level. */
+export function answerClientError(
+  err: Error & { code?: string },
+  socket: Duplex,
+  style: ErrorStyleName,
+  logger: GatewayLogger,
+  accessLogLevel?: AccessLogLevel,
+): void {
   // A response already under way (or a peer that is gone) cannot take another status line.
   const pending = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (err.code === "ECONNRESET" || !socket.writable || pending?.headersSent) {
@@ -29,7 +36,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
   const error = errorFor(err.code);
   const rendered = renderError(error, style);
   const body = JSON.stringify(rendered.document);
-  logger.info({ status: error.status, code: err.code }, "request refused before routing");
+  accessLogWriter(logger, accessLogLevel)?.({ status: error.status, code: err.code }, "request refused before routing");
   socket.end(
     `HTTP/1.1 ${error.status} ${reasonPhrase(error.status)}\r\n` +
       `content-type: ${rendered.contentType}\r\n` +

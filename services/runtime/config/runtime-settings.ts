@@ -55,6 +55,11 @@ export const runtimeSettings = z.object({
       default: "info",
       description: "Minimum log level (JSON lines on stdout).",
     }),
+    accessLevel: setting.enum(["info", "debug", "trace", "silent"], {
+      default: "info",
+      description:
+        "Level of the REST fronts' line per request (and per request refused before routing); shown when Logging:Level lets it through, never with silent. Server errors (5xx) are logged as errors whatever it says.",
+    }),
   }),
   services: z.object({
     host: setting.string({ default: "127.0.0.1", description: "Address the service host (gRPC, gRPC-web, Connect on h2c) binds to." }),
