@@ -60,13 +60,14 @@ function postgresCpu(): Map<string, number> {
   return byPid;
 }
 
-export function cpuSnapshot(serverPid: number): CpuSnapshot {
+/** `server`: the process (or processes, summed) under test. */
+export function cpuSnapshot(server: number | readonly number[]): CpuSnapshot {
   try {
     // user nice system idle iowait irq softirq steal
     const cpu = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.split(/\s+/).slice(1, 9).map(Number);
     const [user, nice, system, idle, iowait, irq, softirq, steal] = cpu as [number, number, number, number, number, number, number, number];
     return {
-      serverMs: processCpu(serverPid).ms,
+      serverMs: (typeof server === "number" ? [server] : server).reduce((sum, pid) => sum + processCpu(pid).ms, 0),
       loadMs: processCpu(process.pid).ms,
       postgresMs: postgresCpu(),
       machineProcessMs: ticksToMs(user + nice + system + steal),

@@ -1,6 +1,10 @@
-// `npm run bench [-- --quick]`: reads one asset three ways on a fresh PostgreSQL database — through
-// the REST gateway, with a Connect client straight to the service host, and through a hand-written
-// node:http + pg handler — and prints throughput, latency and the targets. A benchmark, not a test.
+// `npm run bench [-- --quick] [-- --only=a,d,e]`: reads one asset on a fresh PostgreSQL database
+// through every way into the mesh and through two hand-written baselines, and prints throughput,
+// latency, server CPU per request and the targets. A benchmark, not a test.
+//   (a) REST gateway, all-in-one mesh            (c) hand-written node:http + pg
+//   (b) Connect client → service host            (e) grpc-js client → hand-written grpc-js + pg
+//   (d) grpc-js client → service host            (f) REST through `meshwork gateway` → `meshwork serve tracking`
+//   (g) (a) with the shipped telemetry and logging defaults
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { cpus } from "node:os";
@@ -9,20 +13,24 @@ import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
-import { AssetService } from "../gen/tracking/v1/asset_pb.js";
+import { toJson } from "@bufbuild/protobuf";
+import { AssetSchema, AssetService } from "../gen/tracking/v1/asset_pb.js";
 // Straight from its file: the database index would load MikroORM into the load generator.
 import { createTestDatabaseUrl, type TestDatabase } from "../test/support/test-database.js";
 import { backgroundLoad, cpuSnapshot, cpuUsage, type CpuUsage } from "./cpu.js";
+import { grpcAssetClient } from "./grpc-client.js";
 import { closedLoop, httpLoad, type LoadOptions, type LoadResult } from "./load.js";
-import type { ReadyMessage } from "./servers.js";
+import type { ReadyMessage, ServerRole } from "./servers.js";
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres";
 const CONNECTIONS = 16;
 const START_TIMEOUT_MS = 60_000;
 const TARGET_RPS_RATIO = 0.6;
 const TARGET_P50_GAP_MS = 0.5;
-// Whole run, retries of noisy cases included, stays under two minutes.
-const RUN_BUDGET_MS = 110_000;
+const TARGET_GRPC_RATIO = 0.8;
+const TARGET_DISTRIBUTED_RATIO = 0.6;
+// Whole run, retries of noisy cases included.
+const RUN_BUDGET_MS = 240_000;
 // More than this share of the machine taken by other processes makes a case worth measuring again.
 const NOISY_SHARE = 0.1;
 
@@ -42,12 +50,28 @@ const plans: Record<"full" | "quick", Plan> = {
   },
 };
 
-type CaseName = "gateway" | "connect" | "raw";
+type CaseName = "a" | "b" | "c" | "d" | "e" | "f" | "g";
+const allCases: readonly CaseName[] = ["c", "a", "g", "f", "b", "e", "d"];
 
 const caseLabels: Record<CaseName, string> = {
-  gateway: "(a) REST gateway, all-in-one mesh (HTTP/1.1)",
-  connect: "(b) Connect client → service host (gRPC, HTTP/2)",
-  raw: "(c) hand-written node:http + pg (HTTP/1.1)",
+  a: "(a) REST gateway, all-in-one mesh (HTTP/1.1)",
+  b: "(b) Connect client → service host (gRPC, HTTP/2)",
+  c: "(c) hand-written node:http + pg (HTTP/1.1)",
+  d: "(d) grpc-js client → service host (gRPC)",
+  e: "(e) grpc-js client → hand-written grpc-js + pg",
+  f: "(f) REST, gateway process → tracking process",
+  g: "(g) (a) with the shipped defaults",
+};
+
+// The processes whose CPU counts as the case's server time.
+const caseServers: Record<CaseName, readonly ServerRole[]> = {
+  a: ["mesh"],
+  b: ["mesh"],
+  c: ["raw"],
+  d: ["mesh"],
+  e: ["grpc-raw"],
+  f: ["gateway", "tracking"],
+  g: ["defaults"],
 };
 
 interface Measured {
@@ -55,16 +79,21 @@ interface Measured {
   readonly cpu: CpuUsage;
 }
 
-interface Servers {
-  readonly mesh: ChildProcess;
-  readonly raw: ChildProcess;
-  readonly gatewayUrl: string;
-  readonly serviceUrl: string;
-  readonly rawUrl: string;
+interface Child {
+  readonly process: ChildProcess;
+  readonly ready: ReadyMessage["benchReady"];
+  /** Bytes the process wrote to stdout besides its ready line (logs, telemetry). */
+  readonly stdoutBytes: () => number;
 }
 
 async function main(): Promise<void> {
   const plan = plans[process.argv.includes("--quick") ? "quick" : "full"];
+  const only = process.argv
+    .find((arg) => arg.startsWith("--only="))
+    ?.slice("--only=".length)
+    .split(",");
+  const cases = allCases.filter((name) => !only || only.includes(name));
+  if (only?.some((name) => !allCases.includes(name as CaseName))) throw new Error(`--only takes case letters: ${allCases.join(",")}`);
   const baseUrl = process.env.DATABASE_URL || LOCAL_POSTGRES;
   const started = Date.now();
   const children: ChildProcess[] = [];
@@ -80,32 +109,56 @@ async function main(): Promise<void> {
     // Figures from a busy machine (a test suite, a build) mean little; say so next to them.
     const background = await backgroundLoad(1_000);
     database = await createTestDatabaseUrl(baseUrl);
-    const servers = await startServers(database.url, children);
-    const assetId = await seedAsset(servers.gatewayUrl);
-    const grpc = createClient(AssetService, createGrpcTransport({ baseUrl: servers.serviceUrl }));
-    await checkSameAnswer(servers, assetId, () => grpc.getAsset({ id: assetId }));
+    const servers = await startServers(
+      database.url,
+      // The all-in-one mesh always runs: its migrations make the schema the baselines read.
+      new Set<ServerRole>(["mesh", ...cases.flatMap((name) => caseServers[name])]),
+      children,
+    );
+    const meshUrls = (role: ServerRole) => servers.get(role)!.ready as { gatewayUrl: string; serviceUrl: string };
+    const url = (role: ServerRole) => (servers.get(role)!.ready as { url: string }).url;
+    const assetId = await seedAsset(meshUrls("mesh").gatewayUrl);
 
-    const gatewayTarget = `${servers.gatewayUrl}/api/assets/${assetId}`;
-    const rawTarget = `${servers.rawUrl}/api/assets/${assetId}`;
+    const connect = createClient(AssetService, createGrpcTransport({ baseUrl: meshUrls("mesh").serviceUrl }));
+    const grpcMesh = grpcAssetClient(meshUrls("mesh").serviceUrl);
+    const grpcRaw = servers.has("grpc-raw") ? grpcAssetClient(url("grpc-raw")) : undefined;
+    const rest = (role: ServerRole) => `${role === "raw" ? url(role) : meshUrls(role).gatewayUrl}/api/assets/${assetId}`;
+    const loads: Record<CaseName, (options: LoadOptions, onMeasureStart: () => void) => Promise<LoadResult>> = {
+      a: (o, s) => httpLoad(rest("mesh"), o, s),
+      b: (o, s) => closedLoop(() => connect.getAsset({ id: assetId }), o, s),
+      c: (o, s) => httpLoad(rest("raw"), o, s),
+      d: (o, s) => closedLoop(() => grpcMesh.getAsset(assetId), o, s),
+      e: (o, s) => closedLoop(() => grpcRaw!.getAsset(assetId), o, s),
+      f: (o, s) => httpLoad(rest("gateway"), o, s),
+      g: (o, s) => httpLoad(rest("defaults"), o, s),
+    };
+    // Every case must read the same thing, or the comparison means nothing.
+    const restRoles = (["mesh", "raw", "gateway", "defaults"] as const).filter((role) => servers.has(role));
+    await sameAnswers(
+      "REST",
+      restRoles.map((role) => [role, () => readJson(rest(role))]),
+    );
+    await sameAnswers("gRPC", [
+      ["Connect → service host", async () => toJson(AssetSchema, await connect.getAsset({ id: assetId }))],
+      ["grpc-js → service host", async () => toJson(AssetSchema, await grpcMesh.getAsset(assetId))],
+      ...(grpcRaw ? [["grpc-js → hand-written", async () => toJson(AssetSchema, await grpcRaw.getAsset(assetId))] as const] : []),
+    ]);
+
     const measure = async (name: CaseName, options: LoadOptions): Promise<Measured> => {
-      const child = name === "raw" ? servers.raw : servers.mesh;
+      const pids = caseServers[name].map((role) => servers.get(role)!.process.pid!);
       // Warm-up runs inside the load functions; CPU is counted over the measured window only.
-      let before = cpuSnapshot(child.pid!);
-      const onMeasureStart = (): void => {
-        before = cpuSnapshot(child.pid!);
-      };
-      const load =
-        name === "connect"
-          ? await closedLoop(() => grpc.getAsset({ id: assetId }), options, onMeasureStart)
-          : await httpLoad(name === "gateway" ? gatewayTarget : rawTarget, options, onMeasureStart);
-      return { load, cpu: cpuUsage(before, cpuSnapshot(child.pid!), load.requests) };
+      let before = cpuSnapshot(pids);
+      const load = await loads[name](options, () => {
+        before = cpuSnapshot(pids);
+      });
+      return { load, cpu: cpuUsage(before, cpuSnapshot(pids), load.requests) };
     };
 
     // On a shared machine a build or a test run can land in the middle of a case: such a case is
     // measured again while the time budget allows, and the cleanest attempt is kept.
     const deadline = started + RUN_BUDGET_MS;
     const caseMs = (options: LoadOptions): number => options.warmupMs + options.durationMs + 500;
-    let plannedMs = 3 * (caseMs(plan.loaded) + caseMs(plan.single));
+    let plannedMs = cases.length * (caseMs(plan.loaded) + caseMs(plan.single));
     const measureQuietly = async (name: CaseName, options: LoadOptions): Promise<Measured> => {
       let best = await measure(name, options);
       plannedMs -= caseMs(options);
@@ -117,60 +170,64 @@ async function main(): Promise<void> {
       }
       return best;
     };
-    const order: CaseName[] = ["raw", "gateway", "connect"];
     const loaded = new Map<CaseName, Measured>();
     const single = new Map<CaseName, Measured>();
-    for (const name of order) loaded.set(name, await measureQuietly(name, plan.loaded));
-    for (const name of order) single.set(name, await measureQuietly(name, plan.single));
+    const stdoutBefore = servers.get("defaults")?.stdoutBytes() ?? 0;
+    for (const name of cases) loaded.set(name, await measureQuietly(name, plan.loaded));
+    for (const name of cases) single.set(name, await measureQuietly(name, plan.single));
+    const defaultsOutput = (servers.get("defaults")?.stdoutBytes() ?? 0) - stdoutBefore;
+    grpcMesh.close();
+    grpcRaw?.close();
 
     const postgres = await postgresVersion(baseUrl);
-    printReport({ plan, loaded, single, postgres, background, seconds: (Date.now() - started) / 1000 });
+    printReport({ plan, loaded, single, postgres, background, defaultsOutput, seconds: (Date.now() - started) / 1000 });
   } finally {
     await cleanUp();
   }
 }
 
-async function startServers(databaseUrl: string, children: ChildProcess[]): Promise<Servers> {
-  const mesh = startChild("mesh", databaseUrl, children);
-  const raw = startChild("raw", databaseUrl, children);
-  const [meshReady, rawReady] = await Promise.all([mesh.ready, raw.ready]);
-  if (meshReady.role !== "mesh" || rawReady.role !== "raw") throw new Error("bench servers answered with the wrong role");
-  return {
-    mesh: mesh.child,
-    raw: raw.child,
-    gatewayUrl: meshReady.gatewayUrl,
-    serviceUrl: meshReady.serviceUrl,
-    rawUrl: rawReady.url,
+async function startServers(databaseUrl: string, roles: Set<ServerRole>, children: ChildProcess[]): Promise<Map<ServerRole, Child>> {
+  const started = new Map<ServerRole, Child>();
+  const start = async (role: ServerRole, ...args: string[]): Promise<void> => {
+    started.set(role, await startChild(role, [databaseUrl, ...args], children));
   };
+  // The gateway needs the tracking process's address; everything else starts side by side.
+  await Promise.all([...roles].filter((role) => role !== "gateway").map((role) => start(role)));
+  if (roles.has("gateway")) {
+    const tracking = started.get("tracking")!.ready as { serviceUrl: string };
+    await start("gateway", tracking.serviceUrl);
+  }
+  return started;
 }
 
-function startChild(
-  role: "mesh" | "raw",
-  databaseUrl: string,
-  children: ChildProcess[],
-): { child: ChildProcess; ready: Promise<ReadyMessage["benchReady"]> } {
+async function startChild(role: ServerRole, args: string[], children: ChildProcess[]): Promise<Child> {
   const script = fileURLToPath(new URL("./servers.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", ...profileFlags(role), script, role, databaseUrl], {
+  const child = spawn(process.execPath, ["--import", "tsx", ...profileFlags(role), script, role, ...args], {
     stdio: ["pipe", "pipe", "inherit"],
   });
   children.push(child);
-  const ready = new Promise<ReadyMessage["benchReady"]>((resolve, reject) => {
+  let stdoutBytes = 0;
+  const ready = await new Promise<ReadyMessage["benchReady"]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${role} server did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
     child.once("exit", (code) => reject(new Error(`${role} server exited early (code ${code})`)));
     createInterface({ input: child.stdout! }).on("line", (line) => {
       if (line.startsWith('{"benchReady"')) {
         clearTimeout(timer);
         resolve((JSON.parse(line) as ReadyMessage).benchReady);
+      } else if (role === "defaults") {
+        // The shipped defaults' own output is what that case measures: counted, not shown.
+        stdoutBytes += Buffer.byteLength(line) + 1;
       } else {
         // The servers' own warnings and errors stay visible.
         process.stderr.write(`[${role}] ${line}\n`);
       }
     });
   });
-  return { child, ready };
+  return { process: child, ready, stdoutBytes: () => stdoutBytes };
 }
 
-// BENCH_CPU_PROF=mesh|raw writes a V8 CPU profile of that server into bench/profiles/.
+// BENCH_CPU_PROF=<role> (mesh, defaults, tracking, gateway, raw, grpc-raw) writes a V8 CPU profile
+// of that server into bench/profiles/.
 function profileFlags(role: string): string[] {
   if (process.env.BENCH_CPU_PROF !== role) return [];
   const dir = fileURLToPath(new URL("./profiles/", import.meta.url));
@@ -197,18 +254,18 @@ async function seedAsset(gatewayUrl: string): Promise<string> {
   return ((await res.json()) as { id: string }).id;
 }
 
-/** The three cases must read the same thing, or the comparison means nothing. */
-async function checkSameAnswer(servers: Servers, id: string, viaConnect: () => Promise<{ id: string }>): Promise<void> {
-  const read = async (base: string): Promise<unknown> => {
-    const res = await fetch(`${base}/api/assets/${id}`, { signal: AbortSignal.timeout(10_000) });
-    if (res.status !== 200) throw new Error(`${base} answered ${res.status}`);
-    return await res.json();
-  };
-  const [gateway, raw, connect] = await Promise.all([read(servers.gatewayUrl), read(servers.rawUrl), viaConnect()]);
-  if (JSON.stringify(gateway) !== JSON.stringify(raw)) {
-    throw new Error(`the gateway and the hand-written handler disagree:\n${JSON.stringify(gateway)}\n${JSON.stringify(raw)}`);
+async function readJson(url: string): Promise<unknown> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+  return await res.json();
+}
+
+async function sameAnswers(what: string, readers: readonly (readonly [string, () => Promise<unknown>])[]): Promise<void> {
+  const answers = await Promise.all(readers.map(async ([name, read]) => [name, JSON.stringify(await read())] as const));
+  const [first] = answers;
+  for (const [name, answer] of answers) {
+    if (answer !== first![1]) throw new Error(`${what}: ${name} and ${first![0]} disagree:\n${answer}\n${first![1]}`);
   }
-  if (connect.id !== id) throw new Error("the Connect client read another asset");
 }
 
 async function postgresVersion(url: string): Promise<string> {
@@ -228,10 +285,12 @@ interface Report {
   single: Map<CaseName, Measured>;
   postgres: string;
   background: number;
+  /** What the shipped defaults wrote to stdout over all of (g)'s windows, in bytes. */
+  defaultsOutput: number;
   seconds: number;
 }
 
-function printReport({ plan, loaded, single, postgres, background, seconds }: Report): void {
+function printReport({ plan, loaded, single, postgres, background, defaultsOutput, seconds }: Report): void {
   const out: string[] = [];
   const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(3) : "-");
   const percent = (v: number): string => (Number.isFinite(v) ? `${(v * 100).toFixed(0)}%` : "-");
@@ -266,23 +325,44 @@ function printReport({ plan, loaded, single, postgres, background, seconds }: Re
   };
 
   const cpu = cpus();
-  out.push("Meshwork benchmark: GET one asset (tracking.v1.AssetService/GetAsset), loopback only");
+  out.push(
+    "Meshwork benchmark: GET one asset (tracking.v1.AssetService/GetAsset), loopback only; server µs/req of (f) sums both processes",
+  );
   out.push(`machine: ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${cpu.length} cores; Node ${process.version}; PostgreSQL ${postgres}`);
   const busy = Number.isFinite(background) ? `${(background * 100).toFixed(0)}%` : "unknown";
   out.push(`CPU busy before the run (other processes): ${busy}${background > 0.15 ? " — NOT quiet, figures are skewed" : ""}`);
   section("throughput", plan.loaded, loaded);
   section("latency", plan.single, single);
 
-  const rpsRatio = loaded.get("gateway")!.load.rps / loaded.get("raw")!.load.rps;
-  const p50Gap = single.get("gateway")!.load.p50 - single.get("connect")!.load.p50;
   const verdict = (met: boolean): string => (met ? "met" : "NOT met");
+  const rps = (name: CaseName): number => loaded.get(name)?.load.rps ?? Number.NaN;
   out.push("", "targets:");
-  out.push(
-    `  gateway req/s ÷ hand-written req/s at ${plan.loaded.connections} connections = ${rpsRatio.toFixed(2)} (target ≥ ${TARGET_RPS_RATIO}): ${verdict(rpsRatio >= TARGET_RPS_RATIO)}`,
+  const ratio = (text: string, value: number, target: number): void => {
+    if (Number.isFinite(value)) out.push(`  ${text} = ${value.toFixed(2)} (target ≥ ${target}): ${verdict(value >= target)}`);
+  };
+  ratio(`(a) REST gateway ÷ (c) hand-written, req/s at ${plan.loaded.connections} connections`, rps("a") / rps("c"), TARGET_RPS_RATIO);
+  ratio(
+    `(d) grpc-js → service host ÷ (e) hand-written grpc-js, req/s at ${plan.loaded.connections} calls in flight`,
+    rps("d") / rps("e"),
+    TARGET_GRPC_RATIO,
   );
-  out.push(
-    `  gateway p50 − direct Connect p50 at 1 connection = ${p50Gap.toFixed(3)} ms (target ≤ ${TARGET_P50_GAP_MS} ms): ${verdict(p50Gap <= TARGET_P50_GAP_MS)}`,
+  ratio(
+    `(f) distributed REST ÷ (a) all-in-one REST, req/s at ${plan.loaded.connections} connections`,
+    rps("f") / rps("a"),
+    TARGET_DISTRIBUTED_RATIO,
   );
+  const p50Gap = (single.get("a")?.load.p50 ?? Number.NaN) - (single.get("b")?.load.p50 ?? Number.NaN);
+  if (Number.isFinite(p50Gap)) {
+    out.push(
+      `  (a) REST gateway p50 − (b) direct Connect p50 at 1 connection = ${p50Gap.toFixed(3)} ms (target ≤ ${TARGET_P50_GAP_MS} ms): ${verdict(p50Gap <= TARGET_P50_GAP_MS)}`,
+    );
+  }
+  if (loaded.has("g")) {
+    const requests = [loaded.get("g")!, single.get("g")!].reduce((sum, m) => sum + m.load.requests, 0);
+    out.push(
+      `  the shipped defaults: (g) ÷ (a) = ${(rps("g") / rps("a")).toFixed(2)}; they wrote ${(defaultsOutput / 1024).toFixed(0)} KiB to stdout, ${(defaultsOutput / Math.max(1, requests)).toFixed(0)} bytes per request`,
+    );
+  }
   const noisy = [...loaded.values(), ...single.values()].some((m) => m.cpu.others > NOISY_SHARE);
   out.push(
     "",

@@ -1,28 +1,42 @@
 // The servers under test, run in a child process of bench/run.ts so the load generator never
-// shares their event loop. `servers.ts mesh <db-url>` or `servers.ts raw <db-url>`; prints one
+// shares their event loop. `servers.ts mesh|raw|grpc-raw <db-url>`; prints one
 // `{"benchReady": ...}` line on stdout with its URLs, and stops when stdin closes or on SIGTERM.
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
 import pg from "pg";
-import { startMesh } from "../services/mesh.js";
+import { AssetSchema, GetAssetRequestSchema, type GetAssetRequest } from "../gen/tracking/v1/asset_pb.js";
+import { GET_ASSET_PATH } from "./grpc-client.js";
+import { type MeshMode, startMesh } from "../services/mesh.js";
 import { loadMeshConfig } from "../services/mesh-config.js";
 import { createLogger } from "../services/runtime/logging/index.js";
-import { startTelemetry } from "../services/runtime/telemetry/index.js";
+import { startMeshTelemetry } from "../services/mesh-telemetry.js";
+
+export type MeshRole = "mesh" | "defaults" | "tracking" | "gateway";
+export type ServerRole = MeshRole | "raw" | "grpc-raw";
+const roles: readonly ServerRole[] = ["mesh", "defaults", "tracking", "gateway", "raw", "grpc-raw"];
 
 export interface ReadyMessage {
-  benchReady: { role: "mesh"; gatewayUrl: string; serviceUrl: string } | { role: "raw"; url: string };
+  benchReady: { role: MeshRole; gatewayUrl: string; serviceUrl: string } | { role: "raw" | "grpc-raw"; url: string };
 }
 
 // Same pool size as the mesh's default Database:PoolSize, so neither side wins by connections.
 const POOL_SIZE = 10;
 
 async function main(): Promise<void> {
-  const [role, databaseUrl] = process.argv.slice(2);
-  if ((role !== "mesh" && role !== "raw") || !databaseUrl) {
-    throw new Error("usage: servers.ts mesh|raw <database-url>");
+  const [role, databaseUrl, serviceAddress] = process.argv.slice(2) as [ServerRole, string | undefined, string | undefined];
+  if (!roles.includes(role) || !databaseUrl) {
+    throw new Error(`usage: servers.ts ${roles.join("|")} <database-url> [service address, for gateway]`);
   }
-  const stop = role === "mesh" ? await startMeshServer(databaseUrl) : await startRawServer(databaseUrl);
+  const stop =
+    role === "raw"
+      ? await startRawServer(databaseUrl)
+      : role === "grpc-raw"
+        ? await startGrpcRawServer(databaseUrl)
+        : await startMeshServer(role, databaseUrl, serviceAddress);
   let stopping = false;
   const shutdown = (): void => {
     if (stopping) return;
@@ -44,8 +58,14 @@ function ready(message: ReadyMessage["benchReady"]): void {
   process.stdout.write(`${JSON.stringify({ benchReady: message } satisfies ReadyMessage)}\n`);
 }
 
-/** The all-in-one mesh as `meshwork` starts it: telemetry (exporter none), then every service and front. */
-async function startMeshServer(databaseUrl: string): Promise<() => Promise<void>> {
+/**
+ * The mesh as `meshwork` starts it: telemetry, then services and fronts. `mesh` is the all-in-one
+ * process tuned for measuring (exporter none, warnings only); `defaults` is the same with the
+ * shipped telemetry and logging defaults; `tracking` is `meshwork serve tracking`, and `gateway`
+ * is `meshwork gateway` calling it at the address given after the database URL.
+ */
+async function startMeshServer(role: MeshRole, databaseUrl: string, serviceAddress?: string): Promise<() => Promise<void>> {
+  const tuned = role !== "defaults";
   const flags = [
     `--Database:Url=${databaseUrl}`,
     `--Database:PoolSize=${POOL_SIZE}`,
@@ -53,25 +73,21 @@ async function startMeshServer(databaseUrl: string): Promise<() => Promise<void>
     "--Fronts:Tracking:Port=0",
     "--Fronts:Protection:Port=0",
     "--Gateway:Server:Port=0",
-    "--Telemetry:Exporter=none",
-    "--Logging:Level=warn",
+    ...(tuned ? ["--Telemetry:Exporter=none", "--Logging:Level=warn"] : []),
+    ...(serviceAddress ? [`--Services:Tracking:Address=${serviceAddress}`] : []),
     ...(process.env.NATS_URL ? [`--Nats:Url=${process.env.NATS_URL}`] : []),
   ];
   // No appsettings or Meshwork environment variables from the caller's shell: the run is defined here.
   const config = loadMeshConfig({ env: {}, flags, cwd: process.cwd() });
   const logger = createLogger({ level: config.runtime.logging.level });
-  const telemetry = await startTelemetry({
-    serviceName: config.runtime.telemetry.serviceName,
-    exporter: config.runtime.telemetry.exporter,
-    otlpProtocol: config.runtime.telemetry.otlpProtocol,
-    endpoint: config.runtime.telemetry.endpoint,
-    env: {},
-    logger,
-  });
-  const mesh = await startMesh({ config, logger, mode: { kind: "all" } });
+  const telemetry = await startMeshTelemetry(config, logger);
+  const mode: MeshMode =
+    role === "tracking" ? { kind: "service", name: "tracking" } : role === "gateway" ? { kind: "gateway" } : { kind: "all" };
+  const mesh = await startMesh({ config, logger, mode });
   const tracking = mesh.fronts.find((front) => front.name === "tracking");
-  if (!tracking || mesh.servicePort === undefined) throw new Error("the mesh started without a tracking front or service host");
-  ready({ role: "mesh", gatewayUrl: tracking.url, serviceUrl: `http://${config.runtime.services.host}:${mesh.servicePort}` });
+  const serviceUrl = mesh.servicePort === undefined ? "" : `http://${config.runtime.services.host}:${mesh.servicePort}`;
+  if (role === "tracking" ? !serviceUrl : !tracking) throw new Error(`the ${role} process started without what it serves`);
+  ready({ role, gatewayUrl: tracking?.url ?? "", serviceUrl });
   return async () => {
     await mesh.close();
     await telemetry.shutdown();
@@ -150,6 +166,54 @@ function send(res: ServerResponse, requestId: string, status: number, body: obje
 function rfc3339(date: Date): string {
   const iso = date.toISOString();
   return iso.endsWith(".000Z") ? `${iso.slice(0, -5)}Z` : iso;
+}
+
+// The gRPC baseline: what one careful person writes with @grpc/grpc-js for GetAsset, reading the
+// row with a named prepared statement (no ORM), answering the same Asset message.
+async function startGrpcRawServer(databaseUrl: string): Promise<() => Promise<void>> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: POOL_SIZE });
+  const server = new grpc.Server();
+  const definition: grpc.ServiceDefinition = {
+    GetAsset: {
+      path: GET_ASSET_PATH,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (id: GetAssetRequest) => Buffer.from(toBinary(GetAssetRequestSchema, id)),
+      requestDeserialize: (bytes: Buffer) => fromBinary(GetAssetRequestSchema, bytes),
+      responseSerialize: (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      responseDeserialize: (bytes: Buffer) => bytes,
+    },
+  };
+  const getAsset: grpc.handleUnaryCall<GetAssetRequest, Uint8Array> = (call, callback) => {
+    const { id } = call.request;
+    if (!UUID.test(id)) return callback({ code: grpc.status.INVALID_ARGUMENT, details: "id: must be a UUID" });
+    pool.query<AssetRow>({ name: "select-asset", text: SELECT_ASSET, values: [id] }).then(
+      ({ rows }) => {
+        const row = rows[0];
+        if (!row) return callback({ code: grpc.status.NOT_FOUND, details: `asset ${id} not found` });
+        const asset = create(AssetSchema, {
+          id: row.id,
+          ...(row.name !== null && { name: row.name }),
+          ...(row.description !== null && { description: row.description }),
+          ...(row.category !== null && { category: row.category }),
+          ...(row.speed_threshold_kmh !== null && { speedThresholdKmh: row.speed_threshold_kmh }),
+          createdAt: timestampFromDate(row.created_at),
+          updatedAt: timestampFromDate(row.updated_at),
+        });
+        callback(null, toBinary(AssetSchema, asset));
+      },
+      () => callback({ code: grpc.status.INTERNAL, details: "internal error" }),
+    );
+  };
+  server.addService(definition, { GetAsset: getAsset });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))),
+  );
+  ready({ role: "grpc-raw", url: `http://127.0.0.1:${port}` });
+  return async () => {
+    await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+    await pool.end();
+  };
 }
 
 await main();

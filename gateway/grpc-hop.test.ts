@@ -1,5 +1,7 @@
 // Raw HttpBody answers and forwarded response headers across a real gRPC hop (HTTP/2, h2c), where
 // the service's answer also carries content-type application/grpc, grpc-* headers and trailers.
+// Every test runs through both gRPC clients a front can have: connect-node's and the mesh's own
+// (createGrpcClientTransport, what `meshwork gateway` uses), against connect-node's server.
 import test from "ava";
 import { get as httpGet } from "node:http";
 import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
@@ -8,14 +10,15 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import { LibraryService, ShelfExportSchema } from "../test/gen/meshwork/testing/v1/transcoding_pb.js";
+import { createGrpcClientTransport } from "../services/runtime/host/index.js";
 import { createFront, type Front } from "./index.js";
 import { captureLogger, exchange, type LogEntry } from "../test/support/gateway-harness.js";
 
 let server: Http2Server;
 // The gRPC client keeps its HTTP/2 session open; closing the server waits for it otherwise.
 const sessions = new Set<ServerHttp2Session>();
-let front: Front;
-let port: number;
+const fronts: Front[] = [];
+const ports: { client: string; port: number }[] = [];
 
 const csv = 'id,name\r\n1,"a,b"\r\n';
 
@@ -45,58 +48,75 @@ test.before(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const servicePort = (server.address() as AddressInfo).port;
   const logs: LogEntry[] = [];
-  front = createFront({
-    name: "grpc-hop",
-    host: "127.0.0.1",
-    port: 0,
-    services: [LibraryService],
-    transport: createGrpcTransport({ baseUrl: `http://127.0.0.1:${servicePort}` }),
-    logger: captureLogger(logs),
-  });
-  port = (await front.listen()).port;
+  const baseUrl = `http://127.0.0.1:${servicePort}`;
+  for (const [client, transport] of [
+    ["connect-node", createGrpcTransport({ baseUrl })],
+    ["meshwork", createGrpcClientTransport({ baseUrl })],
+  ] as const) {
+    const front = createFront({
+      name: "grpc-hop",
+      host: "127.0.0.1",
+      port: 0,
+      services: [LibraryService],
+      transport,
+      logger: captureLogger(logs),
+    });
+    fronts.push(front);
+    ports.push({ client, port: (await front.listen()).port });
+  }
 });
 test.after.always(async () => {
-  await front?.close();
+  for (const front of fronts) await front.close();
   for (const session of sessions) session.destroy();
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
 });
 
-const get = (path: string) => exchange(port, "GET", path, {}, undefined);
+const eachClient = async (check: (get: (path: string) => ReturnType<typeof exchange>, port: number, client: string) => Promise<void>) => {
+  for (const { client, port } of ports) await check((path) => exchange(port, "GET", path, {}, undefined), port, client);
+};
 
 test("over gRPC: a set HttpBody field is the raw answer; the service's headers pass, protocol ones do not", async (t) => {
-  const res = await get("/v1/shelves/1:export?format=csv");
-  t.is(res.status, 200);
-  t.is(res.headers["content-type"], "text/csv; charset=utf-8");
-  t.is(res.text, csv);
-  t.is(res.headers["content-disposition"], 'attachment; filename="shelf.csv"');
-  t.is(res.headers["x-export-total-count"], "9");
-  t.is(res.headers["x-trailer-only"], undefined, "trailers are not response headers");
-  for (const name of Object.keys(res.headers)) t.false(name.startsWith("grpc-"), name);
+  await eachClient(async (get) => {
+    const res = await get("/v1/shelves/1:export?format=csv");
+    t.is(res.status, 200);
+    t.is(res.headers["content-type"], "text/csv; charset=utf-8");
+    t.is(res.text, csv);
+    t.is(res.headers["content-disposition"], 'attachment; filename="shelf.csv"');
+    t.is(res.headers["x-export-total-count"], "9");
+    t.is(res.headers["x-trailer-only"], undefined, "trailers are not response headers");
+    for (const name of Object.keys(res.headers)) t.false(name.startsWith("grpc-"), name);
+  });
 });
 
 test("over gRPC: unset, the HttpBody field is not in the JSON", async (t) => {
-  const res = await get("/v1/shelves/1:export");
-  t.is(res.status, 200);
-  t.is(res.headers["content-type"], "application/json");
-  t.deepEqual(res.json, { books: [], count: 2, note: null });
-  t.is(res.headers["x-export-total-count"], "9");
+  await eachClient(async (get) => {
+    const res = await get("/v1/shelves/1:export");
+    t.is(res.status, 200);
+    t.is(res.headers["content-type"], "application/json");
+    t.deepEqual(res.json, { books: [], count: 2, note: null });
+    t.is(res.headers["x-export-total-count"], "9");
+  });
 });
 
 test("over gRPC: an HttpBody response keeps its bytes exactly", async (t) => {
-  const raw = await new Promise<Buffer>((resolve, reject) => {
-    httpGet({ host: "127.0.0.1", port, path: "/v1/downloads/x" }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve(Buffer.concat(chunks)));
-      res.on("error", reject);
-    }).on("error", reject);
+  await eachClient(async (_get, port) => {
+    const raw = await new Promise<Buffer>((resolve, reject) => {
+      httpGet({ host: "127.0.0.1", port, path: "/v1/downloads/x" }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve(Buffer.concat(chunks)));
+        res.on("error", reject);
+      }).on("error", reject);
+    });
+    t.deepEqual([...raw], [0, 1, 2, 255]);
   });
-  t.deepEqual([...raw], [0, 1, 2, 255]);
 });
 
 test("over gRPC: a failure carries the service's Retry-After", async (t) => {
-  const res = await get("/v1/shelves/1:export?format=fail");
-  t.is(res.status, 429);
-  t.is(res.headers["retry-after"], "3");
-  t.is(res.headers["content-type"], "application/problem+json");
+  await eachClient(async (get) => {
+    const res = await get("/v1/shelves/1:export?format=fail");
+    t.is(res.status, 429);
+    t.is(res.headers["retry-after"], "3");
+    t.is(res.headers["content-type"], "application/problem+json");
+  });
 });

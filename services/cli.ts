@@ -4,8 +4,8 @@ import { loadMeshConfig, type MeshConfig, settingsText } from "./mesh-config.js"
 import { modules } from "./registry.js";
 import { ConfigError } from "./runtime/config/index.js";
 import { createLogger } from "./runtime/logging/index.js";
-import { startTelemetry } from "./runtime/telemetry/index.js";
 import { type MeshMode, startMesh } from "./mesh.js";
+import { startMeshTelemetry } from "./mesh-telemetry.js";
 
 const usage = `Usage: meshwork [mode] [--Section:Key=value ...]
 
@@ -58,17 +58,7 @@ async function main(argv: string[]): Promise<void> {
   }
 
   const logger = createLogger({ level: config.runtime.logging.level });
-  const telemetry = await startTelemetry({
-    serviceName: config.runtime.telemetry.serviceName,
-    serviceVersion: "0.1.0",
-    exporter: config.runtime.telemetry.exporter,
-    otlpProtocol: config.runtime.telemetry.otlpProtocol,
-    endpoint: config.runtime.telemetry.endpoint,
-    consoleSpans: config.runtime.telemetry.consoleSpans,
-    consoleSpanScopes: modules.flatMap((m) => m.telemetry?.consoleSpanScopes ?? []),
-    env: config.otelEnv,
-    logger,
-  });
+  const telemetry = await startMeshTelemetry(config, logger);
   const mesh = await startMesh({ config, logger, mode }).catch(async (err: unknown) => {
     if (err instanceof ConfigError) {
       // Settings that only make sense together (keys and bind addresses) are checked at start.

@@ -1,7 +1,6 @@
 // Composition root: wires configuration, database, bus, outbox relay, service host and REST
 // fronts for one of the three run modes (all-in-one, one service, gateway only).
 import type { Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { createFront } from "../gateway/index.js";
 import type { MeshConfig } from "./mesh-config.js";
@@ -13,6 +12,7 @@ import { type Database, openDatabase } from "./runtime/database/index.js";
 import {
   buildRoutes,
   createDirectTransport,
+  createGrpcClientTransport,
   errorInterceptor,
   requestContextInterceptor,
   type ServiceRegistration,
@@ -91,7 +91,7 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
 
     if (mode.kind === "gateway") {
       transports = (module) =>
-        createGrpcTransport({
+        createGrpcClientTransport({
           baseUrl: module.address(settingsOf(module)),
           interceptors: [clientTracingInterceptor()],
         });

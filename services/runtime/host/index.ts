@@ -10,6 +10,7 @@ export {
   type DirectTransportOptions,
   type DirectTransportSource,
 } from "./direct-transport.js";
+export { createGrpcClientTransport, type GrpcClientTransportOptions } from "./grpc-client-transport.js";
 export {
   createHealthRegistry,
   type HealthRegistry,

@@ -1,11 +1,13 @@
 // The network face of the services: gRPC, gRPC-web and Connect on one plain-text HTTP/2 port
-// (h2c, prior knowledge), with a graceful close that health probes see coming.
+// (h2c, prior knowledge), with a graceful close that health probes see coming. gRPC calls take
+// the fast path (grpc-stream-handler.ts); connect-node's adapter answers everything else.
 import { setMaxListeners } from "node:events";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ServiceRoutes } from "./build-routes.js";
+import { createGrpcStreamHandler, type GrpcStreamHandler } from "./grpc-stream-handler.js";
 import type { HealthRegistry } from "./health/health-registry.js";
 import type { Logger } from "./logger.js";
 
@@ -39,6 +41,7 @@ export async function startServiceHost(options: StartServiceHostOptions): Promis
   // Every running call links its signal to this one: more than ten at once is load, not a leak.
   setMaxListeners(0, shutdown.signal);
   const server = http2.createServer(connectNodeAdapter({ routes, shutdownSignal: shutdown.signal }));
+  takeGrpcStreams(server, createGrpcStreamHandler({ routes, logger, shutdownSignal: shutdown.signal }));
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
     sessions.add(session);
@@ -86,6 +89,21 @@ export async function startServiceHost(options: StartServiceHostOptions): Promis
       return closing;
     },
   };
+}
+
+/**
+ * Puts the gRPC fast path in front of Node's compatibility layer: a server created with a request
+ * listener turns every stream into a request and a response through one "stream" listener of its
+ * own; the gRPC streams now bypass it and the others still go through it.
+ */
+function takeGrpcStreams(server: http2.Http2Server, grpc: GrpcStreamHandler): void {
+  const compat = server.listeners("stream");
+  if (compat.length !== 1) throw new Error(`expected Node's one http2 compatibility listener, found ${compat.length}`);
+  const toRequest = compat[0] as (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => void;
+  server.removeListener("stream", toRequest);
+  server.on("stream", (stream, headers, ...rest: unknown[]) => {
+    if (!grpc(stream, headers)) toRequest.call(server, stream, headers, ...rest);
+  });
 }
 
 async function settlesWithin(promise: Promise<void>, ms: number): Promise<boolean> {
