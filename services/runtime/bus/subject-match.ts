@@ -1,6 +1,22 @@
 // NATS subject wildcards (`*` one token, `>` one or more trailing tokens) for the in-process bus.
 
+// A process publishes and filters on a handful of subjects, each many thousands of times a
+// second: each answer is worked out once. Bounded, in case subjects carry ids.
+const answers = new Map<string, Map<string, boolean>>();
+const MAX_SUBJECTS_PER_PATTERN = 4_096;
+
 export function subjectMatches(pattern: string, subject: string): boolean {
+  let known = answers.get(pattern);
+  if (known === undefined) answers.set(pattern, (known = new Map()));
+  let answer = known.get(subject);
+  if (answer === undefined) {
+    if (known.size >= MAX_SUBJECTS_PER_PATTERN) known.clear();
+    known.set(subject, (answer = matches(pattern, subject)));
+  }
+  return answer;
+}
+
+function matches(pattern: string, subject: string): boolean {
   const p = pattern.split(".");
   const s = subject.split(".");
   for (let i = 0; i < p.length; i++) {
@@ -30,8 +46,13 @@ export function subjectsOverlap(a: string, b: string): boolean {
   return true;
 }
 
+const validSubjects = new Set<string>();
+
 export function assertValidSubject(subject: string): void {
+  if (validSubjects.has(subject)) return;
   if (!subject || subject.split(".").some((t) => t === "" || t === "*" || t === ">" || /\s/.test(t))) {
     throw new Error(`invalid subject "${subject}": publish to a concrete subject such as <service>.v1.<entity>.<verb>`);
   }
+  if (validSubjects.size >= MAX_SUBJECTS_PER_PATTERN) validSubjects.clear();
+  validSubjects.add(subject);
 }
