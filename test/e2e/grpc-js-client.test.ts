@@ -7,17 +7,11 @@
 import * as grpc from "@grpc/grpc-js";
 import test, { type ExecutionContext } from "ava";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import http2 from "node:http2";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { loadMeshConfig } from "../../services/mesh-config.js";
-import { type Mesh, startMesh } from "../../services/mesh.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
 import { startTelemetry, type Telemetry } from "../../services/runtime/telemetry/index.js";
 import { type GrpcPackage, loadGrpcPackage, unaryCall } from "../support/grpc-js.js";
-import { missingServers, notConfigured, realInfra, realInfraRequired } from "../support/real-infra.js";
-import { createTestDatabaseUrl } from "../support/test-database.js";
+import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 import { until } from "../support/until.js";
 
 const OPS_KEY = `ops-${randomUUID()}`;
@@ -32,55 +26,20 @@ interface LogLine {
 }
 
 interface LoggedMesh {
-  mesh: Mesh;
+  mesh: TestMesh;
   logs: LogLine[];
-  close(): Promise<void>;
 }
 
-/**
- * The mesh as test/support/start-mesh.ts starts it (embedded, or real PostgreSQL and NATS from the
- * environment), with a logger this suite reads back: startTestMesh's logger writes to stdout, and a
- * cancelled call must not be logged as a failure.
- */
+/** The mesh with a logger this suite reads back: a cancelled call must not be logged as a failure. */
 async function startLoggedMesh(flags: string[]): Promise<LoggedMesh> {
-  const missing = realInfraRequired() ? missingServers(["postgres", "nats"]) : [];
-  if (missing.length > 0) throw new Error(`MESHWORK_REQUIRE_REAL_INFRA is set but ${notConfigured(missing)}`);
-  const infra = realInfra();
-  const dataDir = mkdtempSync(join(tmpdir(), "meshwork-grpc-js-"));
-  const database = infra.databaseUrl ? await createTestDatabaseUrl(infra.databaseUrl) : undefined;
-  const config = loadMeshConfig({
-    env: {},
-    cwd: dataDir,
-    flags: [
-      `--Data:Dir=${dataDir}`,
-      "--Services:Port=0",
-      "--Fronts:Tracking:Port=0",
-      "--Fronts:Protection:Port=0",
-      "--Gateway:Server:Port=0",
-      "--Telemetry:Exporter=none",
-      "--Outbox:PollIntervalMs=200",
-      ...(database ? [`--Database:Url=${database.url}`] : []),
-      ...(infra.natsUrl ? [`--Nats:Url=${infra.natsUrl}`] : []),
-      ...flags,
-    ],
-  });
   const logs: LogLine[] = [];
   const logger = createLogger({ level: "warn", destination: { write: (line: string) => void logs.push(JSON.parse(line) as LogLine) } });
-  const mesh = await startMesh({ config, logger, mode: { kind: "all" } });
-  return {
-    mesh,
-    logs,
-    async close() {
-      await mesh.close();
-      await database?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  return { mesh: await startTestMesh({ flags, logger }), logs };
 }
 
 let telemetry: Telemetry;
 let started: LoggedMesh;
-let mesh: Mesh;
+let mesh: TestMesh;
 /** Log lines of the start itself; whatever comes after must not be a warning or an error. */
 let startLogCount = 0;
 let pkg: GrpcPackage;
@@ -123,7 +82,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   for (const c of clients) c.close();
-  await started?.close();
+  await started?.mesh.close();
   await telemetry?.shutdown();
 });
 

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabaseUrl } from "./test-database.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
+type Logger = ReturnType<typeof createLogger>;
 import { missingServers, notConfigured, realInfra, realInfraRequired } from "./real-infra.js";
 import { type Mesh, type MeshMode, startMesh } from "../../services/mesh.js";
 import { loadMeshConfig, type MeshConfig } from "../../services/mesh-config.js";
@@ -24,6 +25,8 @@ export interface TestMeshOptions {
   /** Reuse a database (restart tests); a new one by default on real PostgreSQL. */
   databaseUrl?: string;
   flags?: string[];
+  /** The mesh's logger; by default a silent one (MESHWORK_TEST_LOG=debug shows it). */
+  logger?: Logger;
 }
 
 export async function startTestMesh(options: TestMeshOptions = {}): Promise<TestMesh> {
@@ -54,7 +57,7 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
     ...(options.flags ?? []),
   ];
   const config = loadMeshConfig({ env: {}, flags, cwd: dataDir });
-  const logger = createLogger({ level: process.env.MESHWORK_TEST_LOG ?? "silent" });
+  const logger = options.logger ?? createLogger({ level: process.env.MESHWORK_TEST_LOG ?? "silent" });
   const mesh = await startMesh({ config, logger, mode });
   return {
     ...mesh,
