@@ -23,7 +23,7 @@ import { closedLoop, httpLoad, type LoadOptions, type LoadResult } from "./load.
 import type { ReadyMessage, ServerRole } from "./servers.js";
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres";
-const CONNECTIONS = 16;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const START_TIMEOUT_MS = 60_000;
 const TARGET_RPS_RATIO = 0.6;
 const TARGET_P50_GAP_MS = 0.5;
