@@ -25,6 +25,12 @@ test("outages are told apart from bugs and bad input", (t) => {
   );
   // A NUL byte in a bound value: class 08 by number, a bad request by meaning.
   t.false(isDatabaseUnavailable(pgError("08P01", "invalid message format")));
+  // Work the server would do on a retry: conflicts, lock waits and timeouts.
+  t.true(isDatabaseUnavailable(pgError("40001", "could not serialize access due to concurrent update", { severity: "ERROR" })));
+  t.true(isDatabaseUnavailable(pgError("40P01", "deadlock detected", { severity: "ERROR" })));
+  t.true(isDatabaseUnavailable(pgError("55P03", 'could not obtain lock on row in relation "tracking_device"', { severity: "ERROR" })));
+  t.true(isDatabaseUnavailable(pgError("57014", "canceling statement due to statement timeout", { severity: "ERROR" })));
+  t.false(isDatabaseUnavailable(pgError("23505", "duplicate key value violates unique constraint", { severity: "ERROR" })));
   t.false(isDatabaseUnavailable(pgError("23505", "duplicate key value violates unique constraint")));
   t.false(isDatabaseUnavailable(new TypeError("Cannot read properties of undefined (reading 'pool')")));
   t.false(isDatabaseUnavailable(new Error("connect ECONNREFUSED to the webhook receiver")));

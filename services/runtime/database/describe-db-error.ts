@@ -45,8 +45,10 @@ const NETWORK_CODES = new Set([
   "EAI_AGAIN",
 ]);
 // 57P01 admin shutdown / terminated backend, 57P02 crash shutdown, 57P03 cannot connect now
-// (starting up, shutting down), 53300 too many connections.
-const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+// (starting up, shutting down), 53300 too many connections; and work the server gave up on this
+// time but would do on a retry: 40001 serialization failure, 40P01 deadlock, 55P03 lock not
+// available, 57014 statement timeout. None is the caller's mistake or a bug: 503 with Retry-After.
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300", "40001", "40P01", "55P03", "57014"]);
 // Class 08 is "connection exception", except 08P01 (protocol violation): that one is what the
 // server answers to a NUL byte in a bound value, a bad request rather than an outage.
 const NOT_UNAVAILABLE_STATES = new Set(["08P01"]);
