@@ -7,7 +7,8 @@ import type { ObservationService } from "../../gen/tracking/v1/observation_pb.js
 import { invalidArgument } from "../runtime/errors/index.js";
 import { resolvePage } from "../runtime/validation/index.js";
 import { attachment } from "./exports/export-format.js";
-import { checkHistoryRequest, countHistory, historyPage, historyPoints } from "./exports/history-query.js";
+import { checkHistoryRequest } from "./exports/history-query.js";
+import { countHistory, historyPage, historyPoints } from "./store/history-queries.js";
 import { writeObservationFile } from "./exports/observation-export.js";
 import { toObservation } from "./mappers/to-message.js";
 import type { TrackingDeps } from "./deps.js";

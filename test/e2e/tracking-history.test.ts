@@ -5,7 +5,7 @@ import test from "ava";
 import { parse } from "csv-parse/sync";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { randomUUID } from "node:crypto";
-import { historyPoints } from "../../services/tracking/exports/history-query.js";
+import { historyPoints } from "../../services/tracking/store/history-queries.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
 // Low enough that one test can overflow it; every other export here stays under it.

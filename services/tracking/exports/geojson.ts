@@ -1,7 +1,7 @@
 // History as RFC 7946 GeoJSON: a FeatureCollection with a Point per observation and, after them,
 // a LineString per device that has two or more points. Positions are [longitude, latitude] (plus
 // altitude when known), as the RFC orders them, not the latitude-first order people speak in.
-import type { TrackPoint, TrackWriter } from "./track-point.js";
+import type { TrackPoint, TrackWriter } from "../domain/track-point.js";
 
 type Position = [number, number] | [number, number, number];
 

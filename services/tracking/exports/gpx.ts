@@ -1,7 +1,7 @@
 // History as GPX 1.1: one <trk> per device (named by its identifier, else its id) holding one
 // <trkseg> of points in time order. Text and attributes are escaped; characters XML 1.0 cannot
 // carry at all (most C0 controls) become U+FFFD rather than an unreadable file.
-import type { TrackPoint, TrackWriter } from "./track-point.js";
+import type { TrackPoint, TrackWriter } from "../domain/track-point.js";
 
 export const GPX_NAMESPACE = "http://www.topografix.com/GPX/1/1";
 

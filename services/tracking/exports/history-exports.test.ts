@@ -9,7 +9,7 @@ import { createGpxWriter, escapeXml, xsdDecimal } from "./gpx.js";
 import { checkHistoryRequest, historyFormats } from "./history-query.js";
 import { observationCsvHeader, createObservationCsvWriter } from "./observation-csv.js";
 import { writeObservationFile } from "./observation-export.js";
-import type { TrackPoint } from "./track-point.js";
+import type { TrackPoint } from "../domain/track-point.js";
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001";
 const B = "bbbbbbbb-0000-4000-8000-000000000002";

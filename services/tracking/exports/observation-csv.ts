@@ -1,7 +1,7 @@
 // History as CSV: the reference's columns, then AccuracyMeters (added at the end so readers that
 // go by position keep working). Rows are written in batches through the shared RFC 4180 writer.
 import { toCsv, type CsvValue } from "./csv.js";
-import type { TrackPoint, TrackWriter } from "./track-point.js";
+import type { TrackPoint, TrackWriter } from "../domain/track-point.js";
 
 export const observationCsvHeader = [
   "ObservationId",

@@ -3,7 +3,7 @@ import { createGeoJsonWriter } from "./geojson.js";
 import { createGpxWriter } from "./gpx.js";
 import { exportFileName, fileTypes, type FileFormat, type FileType } from "./export-format.js";
 import { createObservationCsvWriter } from "./observation-csv.js";
-import type { TrackPoint, TrackWriter } from "./track-point.js";
+import type { TrackPoint, TrackWriter } from "../domain/track-point.js";
 
 const writers: Readonly<Record<FileFormat, () => TrackWriter>> = {
   csv: createObservationCsvWriter,
