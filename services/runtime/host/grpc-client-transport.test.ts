@@ -3,6 +3,9 @@
 // caller relies on: headers and trailers both ways, errors with details and metadata, deadlines
 // (as grpc-timeout, ending the call on both sides), cancellation, server streams, client streams
 // (through connect-node's transport), and a service that is not there.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type HandlerContext } from "@connectrpc/connect";
 import test from "ava";
@@ -222,6 +225,29 @@ test("a service that is not there: Unavailable, and the next call dials again", 
   });
   t.teardown(() => again.close());
   t.is((await client.getBook({ name: "x" })).title, "back");
+});
+
+test("a script's one call keeps its process alive until the answer, and an idle connection does not", async (t) => {
+  // A child process with no server of its own: only the call's connection can keep it running.
+  const script = `
+    import { createClient } from "@connectrpc/connect";
+    import { LibraryService } from "./test/gen/meshwork/testing/v1/transcoding_pb.js";
+    import { createGrpcClientTransport } from "./services/runtime/host/index.js";
+    const client = createClient(LibraryService, createGrpcClientTransport({ baseUrl: ${JSON.stringify(url)} }));
+    const book = await client.getBook({ name: "from-a-script" });
+    console.log(book.title);
+  `;
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    cwd: fileURLToPath(new URL("../../../", import.meta.url)),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+  const [code] = (await once(child, "exit")) as [number | null];
+  t.is(code, 0, err);
+  t.is(out.trim(), "Title of from-a-script", "the answer arrived before the process ended");
 });
 
 test("an unknown method: Unimplemented", async (t) => {

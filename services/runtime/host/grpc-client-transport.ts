@@ -99,6 +99,7 @@ function request(
 /** One HTTP/2 connection, dialled when first needed and again after it closes. */
 class SessionPool {
   #session: http2.ClientHttp2Session | undefined;
+  readonly #calls = new Map<http2.ClientHttp2Session, number>();
 
   constructor(private readonly url: URL) {}
 
@@ -110,7 +111,7 @@ class SessionPool {
       // No Nagle: a call's small frames leave at once.
       createConnection: () => net.connect({ host: hostname.replace(/^\[|\]$/g, ""), port: Number(port || 80), noDelay: true }),
     });
-    // An idle connection does not keep the process alive; open calls do, through their streams.
+    // An idle connection does not keep the process alive; a call in flight does (hold/letGo).
     session.unref();
     session.on("error", () => {
       // Each open call sees its stream fail; the next call dials again.
@@ -123,6 +124,23 @@ class SessionPool {
     });
     this.#session = session;
     return session;
+  }
+
+  /** A call is in flight on the session: the process waits for it, as it would for any request. */
+  hold(session: http2.ClientHttp2Session): void {
+    const calls = (this.#calls.get(session) ?? 0) + 1;
+    this.#calls.set(session, calls);
+    if (calls === 1) session.ref();
+  }
+
+  letGo(session: http2.ClientHttp2Session): void {
+    const calls = (this.#calls.get(session) ?? 1) - 1;
+    if (calls > 0) {
+      this.#calls.set(session, calls);
+      return;
+    }
+    this.#calls.delete(session);
+    if (!session.destroyed) session.unref();
   }
 }
 
@@ -172,13 +190,17 @@ class ClientCall {
     }
     req.signal.addEventListener("abort", this);
     let stream: http2.ClientHttp2Stream;
+    let session: http2.ClientHttp2Session;
     try {
-      stream = sessions.get().request(headers);
+      session = sessions.get();
+      stream = session.request(headers);
     } catch (error) {
       this.#fail(new ConnectError(`cannot reach ${req.url}: ${String(error)}`, Code.Unavailable));
       return;
     }
     this.#stream = stream;
+    sessions.hold(session);
+    stream.once("close", () => sessions.letGo(session));
     stream.on("response", (responseHeaders) => this.#onResponse(responseHeaders));
     stream.on("data", (chunk: Buffer) => this.#onData(chunk));
     stream.on("trailers", (trailers) => copyInto(this.#trailer, trailers));
