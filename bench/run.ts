@@ -77,6 +77,8 @@ const caseServers: Record<CaseName, readonly ServerRole[]> = {
 interface Measured {
   readonly load: LoadResult;
   readonly cpu: CpuUsage;
+  /** Server µs per request of each process, when the case runs on more than one. */
+  readonly split?: readonly { role: ServerRole; usPerRequest: number }[];
 }
 
 interface Child {
@@ -145,13 +147,22 @@ async function main(): Promise<void> {
     ]);
 
     const measure = async (name: CaseName, options: LoadOptions): Promise<Measured> => {
-      const pids = caseServers[name].map((role) => servers.get(role)!.process.pid!);
+      const roles = caseServers[name];
+      const pids = roles.map((role) => servers.get(role)!.process.pid!);
       // Warm-up runs inside the load functions; CPU is counted over the measured window only.
       let before = cpuSnapshot(pids);
+      let each = pids.map((pid) => cpuSnapshot(pid));
       const load = await loads[name](options, () => {
         before = cpuSnapshot(pids);
+        each = pids.map((pid) => cpuSnapshot(pid));
       });
-      return { load, cpu: cpuUsage(before, cpuSnapshot(pids), load.requests) };
+      const cpu = cpuUsage(before, cpuSnapshot(pids), load.requests);
+      if (pids.length === 1) return { load, cpu };
+      const split = roles.map((role, i) => ({
+        role,
+        usPerRequest: cpuUsage(each[i]!, cpuSnapshot(pids[i]!), load.requests).serverUsPerRequest,
+      }));
+      return { load, cpu, split };
     };
 
     // On a shared machine a build or a test run can land in the middle of a case: such a case is
@@ -321,7 +332,10 @@ function printReport({ plan, loaded, single, postgres, background, defaultsOutpu
       `${title}: ${options.connections} connection(s), ${options.warmupMs / 1000} s warm-up, ${options.durationMs / 1000} s measured`,
     );
     out.push(header);
-    for (const [name, m] of results) out.push(row(name, m));
+    for (const [name, m] of results) {
+      out.push(row(name, m));
+      if (m.split) out.push(`    server µs/req by process: ${m.split.map((p) => `${p.role} ${p.usPerRequest.toFixed(0)}`).join(", ")}`);
+    }
   };
 
   const cpu = cpus();
