@@ -1,5 +1,5 @@
-// What a real @grpc/grpc-js client must see from the service host, pinned before its gRPC path is
-// reworked: deadlines (the client's and the server's half), request and response metadata, a
+// What a real @grpc/grpc-js client must see from the service host's gRPC path
+// (services/runtime/host/grpc-stream-handler.ts): deadlines (the client's and the server's half), request and response metadata, a
 // server stream cancelled by the client, an error with google.rpc.BadRequest details, and a client
 // stream. Messages come from proto-loader reading proto/ (and google/rpc), not from our gen/ code.
 // assets-grpc.test.ts covers the asset CRUD round trip, the bare INVALID_ARGUMENT / NOT_FOUND codes
