@@ -11,7 +11,7 @@ export interface Listener {
 }
 
 export interface GuardedApi {
-  /** For people: "asset tracking". */
+  /** For people: the module's title, as its warnings and errors name it. */
   readonly title: string;
   /** A credential is configured (an API key, or a bearer verifier). */
   readonly protected: boolean;

@@ -20,9 +20,9 @@ export interface BusMessage {
 }
 
 export interface StreamDefinition {
-  /** e.g. TRACKING */
+  /** A JetStream stream name, e.g. ORDERS. */
   name: string;
-  /** e.g. ['tracking.v1.>'] */
+  /** Subjects it captures, e.g. ["orders.v1.>"]. */
   subjects: string[];
   maxAgeMs?: number;
   maxMsgs?: number;

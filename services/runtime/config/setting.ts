@@ -1,8 +1,8 @@
 // Builders for one setting: a zod schema that accepts the value as any layer gives it (text from a
 // variable or flag, JSON from appsettings), checks it, and carries what people need to know of it
 // (description, default, secrecy, extra variable names) as zod metadata. A module's settings are a
-// z.object tree of these; the key path is the documented name (`tracking.defaultSpeedThresholdKmh`
-// is `Tracking:DefaultSpeedThresholdKmh`).
+// z.object tree of these; the key path is the documented name (`orders.retentionDays`
+// is `Orders:RetentionDays`).
 import { z } from "zod";
 
 /** What the loader, `meshwork --help` and the README table know of a setting beyond its type. */

@@ -9,7 +9,7 @@ export interface DbErrorDescription {
   readonly type: string;
   /** SQLSTATE (`23505`) or the socket error code (`ECONNREFUSED`), when there is one. */
   readonly sqlState?: string;
-  /** The statement's kind and table (`insert into "tracking_asset"`), never its values. */
+  /** The statement's kind and table (`insert into "orders_order"`), never its values. */
   readonly statement?: string;
   readonly table?: string;
   readonly constraint?: string;

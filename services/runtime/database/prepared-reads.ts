@@ -19,7 +19,7 @@ interface Statement {
 type Conversion = (value: unknown) => unknown;
 
 // MikroORM has pg hand timestamps over as text (`2026-11-21 11:08:19.809751+00`, the session runs
-// in UTC), which Date reads as it is; the tracking engine's raw SQL reads them the same way.
+// in UTC), which Date reads as it is; modules' raw SQL reads them the same way.
 const toDate: Conversion = (value) => (value instanceof Date ? value : new Date(String(value)));
 
 // Column types read here, with how pg's value becomes the entity property (none: as pg gives it).

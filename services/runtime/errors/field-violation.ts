@@ -2,7 +2,7 @@
 // and handlers turn them into ConnectErrors (field-errors.ts) at the edge.
 
 export interface FieldViolation {
-  /** The property as clients name it in JSON (lowerCamelCase path, e.g. `asset.name`). */
+  /** The property as clients name it in JSON (lowerCamelCase path, e.g. `order.customerName`). */
   field: string;
   description: string;
 }

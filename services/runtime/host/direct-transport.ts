@@ -85,7 +85,7 @@ const CALL_ENDED = new DOMException("the call has ended", "AbortError");
  * re-encoded, so findDetails works; anything but a ConnectError becomes Internal "internal
  * error"); deadlines and abort signals end the call at once, whether or not the handler watches
  * its signal; streams of every kind work. Messages are copied with protobuf-es `clone` on the way
- * in and out (a few microseconds for an Asset; a response the handler froze is passed as is, see
+ * in and out (a few microseconds for a small message; a response the handler froze is passed as is, see
  * copyOut), because without a wire in between a handler that kept or changed its request, or a
  * caller that changed a response, would reach into the other side's objects. A caller that never
  * does either can turn the copies off (defensiveCopies).

@@ -27,9 +27,9 @@ export interface ModuleDeps<Settings = unknown> {
 
 /** The REST front that shows a module's services: its own listener, naming and error style. */
 export interface FrontDeclaration<Settings> {
-  /** Shown in logs and used by tests (`frontUrl("tracking")`). */
+  /** Shown in logs and used by tests (`frontUrl("orders")`). */
   name: string;
-  /** What the front serves, for the start-up line (e.g. "asset tracking REST front (/api)"). */
+  /** What the front serves, for the start-up line (e.g. "order REST front (/api)"). */
   title: string;
   /** Its port, from the module's settings. */
   port(settings: Settings): number;
@@ -71,7 +71,7 @@ export interface Worker {
 export interface ServiceModule<S extends SettingsSchema = SettingsSchema> {
   /** Also the name used on the command line: `meshwork serve <name>`. */
   name: string;
-  /** For people: "asset tracking". */
+  /** For people: "order handling". */
   title: string;
   /** The module's settings: a schema of `setting.*` leaves under its own sections. */
   settings: S;

@@ -1,5 +1,5 @@
 // Starts the OpenTelemetry SDK for this process: traces and metrics to the planned exporters,
-// W3C trace-context propagation, async context tracking. No auto-instrumentation: RPC spans
+// W3C trace-context propagation, an async context manager. No auto-instrumentation: RPC spans
 // come from the tracing interceptors, other hops from the trace-header helpers.
 import { context, diag, DiagLogLevel, metrics, propagation, trace } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";

@@ -1,6 +1,6 @@
 // Enforces `(google.api.field_behavior) = REQUIRED` from the contract on every incoming request,
 // so no handler repeats presence checks. Violations name the field by its proto path
-// (`observation.observed_at`); the gateway renders that in each front's JSON naming.
+// (`order.placed_at`); the gateway renders that in each front's JSON naming.
 import { getOption, isFieldSet, type DescMessage, type Message } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { FieldBehavior, field_behavior } from "../../../gen/google/api/field_behavior_pb.js";

@@ -6,7 +6,7 @@ import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 export interface DescriptorIndex {
   /** Fully-qualified names of the services the server actually serves, sorted. */
   readonly serviceNames: readonly string[];
-  /** Files by path, e.g. "tracking/v1/asset.proto". */
+  /** Files by path, e.g. "orders/v1/order.proto". */
   fileByName(name: string): DescFile | undefined;
   /** The file declaring a message, enum, enum value, field, service, method or extension. */
   fileBySymbol(symbol: string): DescFile | undefined;
