@@ -168,6 +168,11 @@ export function createDirectTransport(source: DirectTransportSource, options: Di
   };
 }
 
+/** Every method `source` registers, as the transport would serve it. */
+export function servedMethods(source: DirectTransportSource): DescMethod[] {
+  return [...collectBindings(source, [], false).values()].map((binding) => binding.spec.method);
+}
+
 function keyOf(method: DescMethod): string {
   return `${method.parent.typeName}/${method.name}`;
 }

@@ -25,7 +25,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { errorFromTrailers, FrameReader, frame, grpcTimeoutHeader, PROTOCOL_HEADERS } from "./grpc-wire.js";
+import { errorFromTrailers, FrameReader, frame, grpcTimeoutHeader, http2Headers, PROTOCOL_HEADERS, webHeaders } from "./grpc-wire.js";
 
 export interface GrpcClientTransportOptions {
   /** http://host:port of a service host. */
@@ -175,15 +175,12 @@ class ClientCall {
       this.#fail(ConnectError.from(req.signal.reason, Code.Canceled));
       return;
     }
-    const headers: http2.OutgoingHttpHeaders = {
-      ":method": "POST",
-      ":path": req.url,
-      "content-type": "application/grpc",
-      te: "trailers",
-    };
-    req.header.forEach((value, key) => {
-      if (!PROTOCOL_HEADERS.has(key)) headers[key] = value;
-    });
+    // The caller's metadata, then the protocol's own headers (which no metadata may replace).
+    const headers: http2.OutgoingHttpHeaders = http2Headers(req.header);
+    headers[":method"] = "POST";
+    headers[":path"] = req.url;
+    headers["content-type"] = "application/grpc";
+    headers.te = "trailers";
     if (this.timeoutMs !== undefined) {
       headers["grpc-timeout"] = grpcTimeoutHeader(this.timeoutMs);
       this.#timer = setTimeout(() => this.#cancel(new ConnectError("the operation timed out", Code.DeadlineExceeded)), this.timeoutMs);
@@ -203,7 +200,7 @@ class ClientCall {
     stream.once("close", () => sessions.letGo(session));
     stream.on("response", (responseHeaders) => this.#onResponse(responseHeaders));
     stream.on("data", (chunk: Buffer) => this.#onData(chunk));
-    stream.on("trailers", (trailers) => copyInto(this.#trailer, trailers));
+    stream.on("trailers", (trailers) => webHeaders(trailers, this.#trailer));
     stream.on("error", () => {
       // The close that follows settles the call.
     });
@@ -235,7 +232,7 @@ class ClientCall {
 
   #onResponse(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader): void {
     this.#status = Number(headers[":status"]);
-    copyInto(this.#header, headers);
+    webHeaders(headers, this.#header);
     // A trailers-only answer carries its status here; it is read when the stream closes.
     if (headers["grpc-status"] !== undefined) return;
     if (this.#status !== 200) return;
@@ -380,15 +377,6 @@ class ClientCall {
   #release(): void {
     clearTimeout(this.#timer);
     this.req.signal.removeEventListener("abort", this);
-  }
-}
-
-function copyInto(target: Headers, source: http2.IncomingHttpHeaders): void {
-  for (const key in source) {
-    if (key.charCodeAt(0) === 58 /* ":" */) continue;
-    const value = source[key];
-    if (typeof value === "string") target.set(key, value);
-    else if (Array.isArray(value)) for (const item of value) target.append(key, item);
   }
 }
 

@@ -18,8 +18,8 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import { type DescMethod, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
-import { createDirectTransport } from "./direct-transport.js";
-import { errorTrailers, FrameReader, frame, PROTOCOL_HEADERS, parseGrpcTimeout } from "./grpc-wire.js";
+import { createDirectTransport, servedMethods } from "./direct-transport.js";
+import { errorTrailers, FrameReader, frame, http2Headers, parseGrpcTimeout, webHeaders } from "./grpc-wire.js";
 import type { Logger } from "./logger.js";
 
 /** Largest message a gRPC call may send, as gRPC's own default (4 MiB); more is RESOURCE_EXHAUSTED. */
@@ -39,7 +39,7 @@ export interface GrpcStreamHandlerOptions {
 export type GrpcStreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
 export function createGrpcStreamHandler(options: GrpcStreamHandlerOptions): GrpcStreamHandler {
-  const methods = methodsByPath(options.routes);
+  const methods = new Map(servedMethods(options.routes).map((m) => [`/${m.parent.typeName}/${m.name}`, m]));
   // No copies: each request is decoded afresh here and each answer is encoded at once.
   const transport = createDirectTransport(options.routes, { defensiveCopies: false, shutdownSignal: options.shutdownSignal });
   const readMaxBytes = options.readMaxBytes ?? DEFAULT_GRPC_READ_MAX_BYTES;
@@ -52,43 +52,6 @@ export function createGrpcStreamHandler(options: GrpcStreamHandlerOptions): Grpc
     new GrpcCall(stream, headers, method, transport, readMaxBytes, options.logger).run();
     return true;
   };
-}
-
-/** "/package.Service/Method" → method, for every method the routes register. */
-function methodsByPath(routes: (router: ConnectRouter) => void): Map<string, DescMethod> {
-  const methods = new Map<string, DescMethod>();
-  const router = {
-    handlers: [],
-    service(service: { typeName: string; methods: readonly DescMethod[] }) {
-      for (const method of service.methods) methods.set(`/${service.typeName}/${method.name}`, method);
-      return router;
-    },
-    rpc(method: DescMethod) {
-      methods.set(`/${method.parent.typeName}/${method.name}`, method);
-      return router;
-    },
-  };
-  routes(router as unknown as ConnectRouter);
-  return methods;
-}
-
-function metadataOf(headers: IncomingHttpHeaders): Headers {
-  const out = new Headers();
-  for (const key in headers) {
-    // Protocol headers stay, as connect-node hands them to handlers (tracing reads content-type).
-    if (key.charCodeAt(0) === 58 /* ":" */) continue;
-    const value = headers[key];
-    if (typeof value === "string") out.set(key, value);
-    else if (Array.isArray(value)) for (const item of value) out.append(key, item);
-  }
-  return out;
-}
-
-function headerObject(headers: Headers, into: Record<string, string>): Record<string, string> {
-  headers.forEach((value, key) => {
-    if (!PROTOCOL_HEADERS.has(key)) into[key] = value;
-  });
-  return into;
 }
 
 /** The request messages of a streaming call as an async iterable, fed by the HTTP/2 stream. */
@@ -181,7 +144,8 @@ class GrpcCall {
       this.#fail(timeout);
       return;
     }
-    const metadata = metadataOf(this.headers);
+    // Protocol headers stay, as connect-node hands them to handlers (tracing reads content-type).
+    const metadata = webHeaders(this.headers);
     const reader = new FrameReader(this.readMaxBytes);
     if (this.method.methodKind === "unary") this.#unary(reader, metadata, timeout);
     else this.#streaming(reader, metadata, timeout);
@@ -221,7 +185,7 @@ class GrpcCall {
           if (!this.#open()) return;
           this.#respond(res.header);
           stream.end(frame(toBinary(method.output, res.message as Message)));
-          this.#sendTrailers(headerObject(res.trailer, { "grpc-status": "0" }));
+          this.#sendTrailers(http2Headers(res.trailer, { "grpc-status": "0" }));
         },
         (error: unknown) => this.#fail(error),
       );
@@ -249,12 +213,10 @@ class GrpcCall {
 
   async #pump(input: MessageQueue, metadata: Headers, timeout: number | undefined): Promise<void> {
     const { stream, method } = this;
-    let headersSent = false;
     try {
       const res = await this.transport.stream(method as never, this.#abort.signal, timeout, metadata, input as never);
       if (!this.#open()) return;
       this.#respond(res.header);
-      headersSent = true;
       for await (const message of res.message) {
         if (!this.#open()) return;
         if (!stream.write(frame(toBinary(method.output, message as Message)))) {
@@ -271,15 +233,9 @@ class GrpcCall {
       }
       if (!this.#open()) return;
       stream.end();
-      this.#sendTrailers(headerObject(res.trailer, { "grpc-status": "0" }));
+      this.#sendTrailers(http2Headers(res.trailer, { "grpc-status": "0" }));
     } catch (error) {
-      if (headersSent) {
-        if (!this.#open()) return;
-        stream.end();
-        this.#sendTrailers(errorTrailers(ConnectError.from(error)));
-      } else {
-        this.#fail(error);
-      }
+      this.#fail(error);
     }
   }
 
@@ -288,7 +244,7 @@ class GrpcCall {
   }
 
   #respond(header: Headers): void {
-    this.stream.respond(headerObject(header, { ":status": "200", "content-type": "application/grpc", "grpc-accept-encoding": "gzip,br" }), {
+    this.stream.respond(http2Headers(header, { ":status": "200", "content-type": "application/grpc", "grpc-accept-encoding": "gzip,br" }), {
       waitForTrailers: true,
     });
   }
@@ -300,7 +256,10 @@ class GrpcCall {
     });
   }
 
-  /** An error before any message: one header block that is also the end (trailers-only). */
+  /**
+   * Ends the call with an error: in the trailers after what was sent, or, before anything was,
+   * in one header block that is also the end (trailers-only).
+   */
   #fail(error: unknown): void {
     if (this.#finished) return;
     this.#finished = true;
@@ -308,7 +267,7 @@ class GrpcCall {
     const trailers = errorTrailers(ConnectError.from(error));
     if (this.stream.headersSent) {
       this.stream.end();
-      this.stream.once("wantTrailers", () => this.stream.sendTrailers(trailers));
+      this.#sendTrailers(trailers);
       return;
     }
     this.stream.respond({ ":status": "200", "content-type": "application/grpc", ...trailers }, { endStream: true });

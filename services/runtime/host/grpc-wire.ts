@@ -127,6 +127,25 @@ function codeFromHttpStatus(status: number): Code {
   }
 }
 
+/** HTTP/2 headers as web Headers, without the pseudo-headers (`:path`, `:status`, ...). */
+export function webHeaders(source: Readonly<Record<string, string | string[] | number | undefined>>, target = new Headers()): Headers {
+  for (const key in source) {
+    if (key.charCodeAt(0) === 58 /* ":" */) continue;
+    const value = source[key];
+    if (typeof value === "string") target.set(key, value);
+    else if (Array.isArray(value)) for (const item of value) target.append(key, item);
+  }
+  return target;
+}
+
+/** Web Headers as HTTP/2 headers, leaving out the protocol's own (`into` keeps its entries). */
+export function http2Headers(headers: Headers, into: Record<string, string> = {}): Record<string, string> {
+  headers.forEach((value, key) => {
+    if (!PROTOCOL_HEADERS.has(key)) into[key] = value;
+  });
+  return into;
+}
+
 export function frame(bytes: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + bytes.byteLength);
   out[0] = 0;
