@@ -29,9 +29,13 @@ test("a gateway-only process serves /api/assets from a separate tracking service
   t.is((await fetch(`${base}/api/assets/00000000-0000-4000-8000-000000000000`)).status, 404);
 });
 
-test("a gateway whose service is down answers 503, not 500", async (t) => {
-  const gateway = await startTestMesh({ mode: { kind: "gateway" }, flags: ["--Services:Tracking:Address=http://127.0.0.1:9"] });
+test("a gateway whose service is down answers 503 with Retry-After, not 500", async (t) => {
+  const gateway = await startTestMesh({
+    mode: { kind: "gateway" },
+    flags: ["--Services:Tracking:Address=http://127.0.0.1:9", "--Fronts:UnavailableRetryAfterSeconds=7"],
+  });
   t.teardown(() => gateway.close());
   const res = await fetch(`${gateway.frontUrl("tracking")}/api/assets`);
   t.is(res.status, 503);
+  t.is(res.headers.get("retry-after"), "7");
 });
