@@ -265,7 +265,10 @@ async function backendPids(sql: pg.Client): Promise<number[]> {
 }
 
 async function unpublished(sql: pg.Client): Promise<number> {
-  const { rows } = await sql.query<{ n: number }>("select count(*)::int as n from outbox_event where published_at is null");
+  // Events, not rows: a bundle row carries many.
+  const { rows } = await sql.query<{ n: number }>(
+    "select coalesce(sum(coalesce(cardinality(event_ids), 1)), 0)::int as n from outbox_event where published_at is null",
+  );
   return rows[0]!.n;
 }
 

@@ -10,4 +10,4 @@ export {
   type UnitOfWork,
   type UnitOfWorkDeps,
 } from "./unit-of-work.js";
-export { startOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from "./outbox-relay.js";
+export { OUTBOX_ROW_HEADER, startOutboxRelay, type OutboxRelay, type OutboxRelayOptions } from "./outbox-relay.js";

@@ -1,7 +1,8 @@
-// Publishes committed outbox rows to the bus in creation order and marks them published. Woken by notify()
+// Publishes committed outbox rows to the bus in creation order (a bundle's events in its order) and marks them published. Woken by notify()
 // after a commit, and polling as well, so an event committed just before a crash goes out on the next start.
 import type { EventBus } from "../bus/index.js";
 import type { Database, Logger } from "../database/index.js";
+import { joinBundle, splitBundle } from "./bundle.js";
 import { arrayLiteral, queryOn } from "./sql.js";
 
 export interface OutboxRelayOptions {
@@ -10,7 +11,7 @@ export interface OutboxRelayOptions {
   logger: Logger;
   /** Fallback scan interval when nobody calls notify() (default 1000 ms). */
   pollIntervalMs?: number;
-  /** Rows locked and published per transaction (default 2000). */
+  /** Events locked and published per transaction (default 2000; a bundle that crosses it is taken whole). */
   batchSize?: number;
   /** Publishes whose acks are awaited together, after the first of a batch (default 500). */
   publishWindow?: number;
@@ -40,7 +41,19 @@ interface PendingRow {
   subject: string;
   payload: Uint8Array;
   headers: Record<string, string> | string | null;
+  /** A bundle's event ids, comma-separated; null for a row of one event. */
+  event_ids: string | null;
 }
+
+/** One event to publish: a row of one event, or one event of a bundle. */
+interface PendingEvent {
+  row: PendingRow;
+  id: string;
+  payload: Uint8Array;
+}
+
+/** Published as a header on a bundle's events but its first: the row that carried them. */
+export const OUTBOX_ROW_HEADER = "outbox-row";
 
 interface BatchResult {
   published: number;
@@ -80,60 +93,92 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   async function relayBatch(): Promise<BatchResult> {
     return db.em().transactional(async (em) => {
       const q = queryOn(em);
+      // The oldest unpublished rows up to `batchSize` events (a bundle counts its events). The lower
+      // bound on seq changes nothing about which rows qualify; it starts the scan at the oldest
+      // unpublished event. Rows marked published stay in the partial index until a vacuum, and a
+      // scan from the start of the index (the planner's bitmap scan) visited each of them at
+      // every batch. min() walks the index in order and marks the dead entries it passes.
       const rows = await q<PendingRow>(
-        // The lower bound changes nothing about which rows qualify; it starts the scan at the oldest
-        // unpublished event. Rows marked published stay in the partial index until a vacuum, and a
-        // scan from the start of the index (the planner's bitmap scan) visited each of them at
-        // every batch. min() walks the index in order and marks the dead entries it passes.
-        `select "id", "subject", "payload", "headers"::text as "headers" from "outbox_event"
-         where "published_at" is null
-           and "seq" >= (select min("seq") from "outbox_event" where "published_at" is null)
-         order by "seq" limit ? for update skip locked`,
-        [batchSize],
+        `select o."id", o."subject", o."payload", o."headers"::text as "headers",
+                array_to_string(o."event_ids", ',') as "event_ids"
+           from "outbox_event" o
+          where o."published_at" is null
+            and o."id" in (
+              select w."id" from (
+                select "id", coalesce(cardinality("event_ids"), 1) as "own",
+                       sum(coalesce(cardinality("event_ids"), 1)) over (order by "seq") as "upto"
+                  from "outbox_event"
+                 where "published_at" is null
+                   and "seq" >= (select min("seq") from "outbox_event" where "published_at" is null)
+                 order by "seq" limit ?
+              ) w
+              where w."upto" - w."own" < ?)
+          order by o."seq" for update of o skip locked`,
+        [batchSize, batchSize],
       );
-      const { published, failed, error } = await publishInOrder(rows);
+      const events = rows.flatMap(eventsOf);
+      const { published, failed, error } = await publishInOrder(events);
       if (failed) {
-        await q(`update "outbox_event" set "attempts" = "attempts" + 1, "last_error" = ? where "id" = ?`, [describe(error), failed.id]);
+        await q(`update "outbox_event" set "attempts" = "attempts" + 1, "last_error" = ? where "id" = ?`, [describe(error), failed.row.id]);
       }
-      if (published.length > 0) {
+      const { done, rest } = progress(events, published);
+      if (done.length > 0) {
         await q(`update "outbox_event" set "published_at" = ? where "id" = any(?::uuid[])`, [
           new Date().toISOString(),
-          arrayLiteral.uuids(published),
+          arrayLiteral.uuids(done),
         ]);
       }
-      return { published: published.length, more: rows.length === batchSize, error: failed ? error : undefined };
+      // A bundle published in part keeps only the events still to go, so none goes out twice.
+      for (const [id, left] of rest) {
+        await q(`update "outbox_event" set "event_ids" = ?::uuid[], "payload" = ? where "id" = ?`, [
+          arrayLiteral.uuids(left.map((e) => e.id)),
+          Buffer.from(joinBundle(left.map((e) => e.payload))),
+          id,
+        ]);
+      }
+      return {
+        published: published.size,
+        more: rows.length === batchSize || events.length >= batchSize,
+        error: failed ? error : undefined,
+      };
     });
   }
 
   /**
-   * Publishes the rows in order. The first alone, as a probe: a bus that is down fails it and
+   * Publishes the events in order. The first alone, as a probe: a bus that is down fails it and
    * nothing else is sent. Then up to `publishWindow` at a time, their acks awaited together
    * (a JetStream publish is a round trip each; sent back to back, the stream stores them in
    * order). Stops after the first window with a failure; every event that did reach the bus is
    * marked, so none is sent twice. Only a failure in the middle of a window (one event refused
    * while later ones are stored) lets those later ones overtake it.
    */
-  async function publishInOrder(rows: PendingRow[]): Promise<{ published: string[]; failed?: PendingRow; error?: unknown }> {
-    const published: string[] = [];
+  async function publishInOrder(events: PendingEvent[]): Promise<{ published: Set<PendingEvent>; failed?: PendingEvent; error?: unknown }> {
+    const published = new Set<PendingEvent>();
     // Rows of a batch mostly share their headers (same event type, same request): each distinct
     // text is parsed once, and every publish gets its own copy.
     const parsed = new Map<string, Record<string, string>>();
-    const headersOf = (raw: PendingRow["headers"]): Record<string, string> => {
-      if (typeof raw !== "string") return toHeaders(raw);
-      let headers = parsed.get(raw);
-      if (!headers) parsed.set(raw, (headers = toHeaders(raw)));
-      return { ...headers };
+    const headersOf = (event: PendingEvent): Record<string, string> => {
+      const raw = event.row.headers;
+      let headers: Record<string, string>;
+      if (typeof raw !== "string") headers = toHeaders(raw);
+      else {
+        let shared = parsed.get(raw);
+        if (!shared) parsed.set(raw, (shared = toHeaders(raw)));
+        headers = { ...shared };
+      }
+      if (event.id !== event.row.id) headers[OUTBOX_ROW_HEADER] = event.row.id;
+      return headers;
     };
-    const publish = (row: PendingRow) => bus.publish(row.subject, toBytes(row.payload), { id: row.id, headers: headersOf(row.headers) });
-    for (let start = 0; start < rows.length; ) {
+    const publish = (event: PendingEvent) => bus.publish(event.row.subject, event.payload, { id: event.id, headers: headersOf(event) });
+    for (let start = 0; start < events.length; ) {
       const size = start === 0 ? 1 : publishWindow;
-      const window = rows.slice(start, start + size);
+      const window = events.slice(start, start + size);
       start += window.length;
       const outcomes = await Promise.allSettled(window.map(publish));
-      let failed: PendingRow | undefined;
+      let failed: PendingEvent | undefined;
       let error: unknown;
       outcomes.forEach((outcome, i) => {
-        if (outcome.status === "fulfilled") published.push(window[i]!.id);
+        if (outcome.status === "fulfilled") published.add(window[i]!);
         else if (!failed) {
           failed = window[i];
           error = outcome.reason;
@@ -215,6 +260,32 @@ export function startOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       await chain;
     },
   };
+}
+
+/** A row's events: itself, or its bundle's. */
+function eventsOf(row: PendingRow): PendingEvent[] {
+  const payload = toBytes(row.payload);
+  if (row.event_ids === null) return [{ row, id: row.id, payload }];
+  const ids = row.event_ids.split(",");
+  return splitBundle(payload, ids.length).map((message, i) => ({ row, id: ids[i]!, payload: message }));
+}
+
+/** Rows whose every event is now published, and the events left of bundles published in part. */
+function progress(
+  events: readonly PendingEvent[],
+  published: ReadonlySet<PendingEvent>,
+): { done: string[]; rest: Map<string, PendingEvent[]> } {
+  const done: string[] = [];
+  const rest = new Map<string, PendingEvent[]>();
+  for (let i = 0; i < events.length; ) {
+    const row = events[i]!.row;
+    const left: PendingEvent[] = [];
+    let size = 0;
+    for (; i < events.length && events[i]!.row === row; i++, size++) if (!published.has(events[i]!)) left.push(events[i]!);
+    if (left.length === 0) done.push(row.id);
+    else if (left.length < size) rest.set(row.id, left);
+  }
+  return { done, rest };
 }
 
 // pg returns bytea as a Buffer; copy into a plain Uint8Array view of exactly the payload.

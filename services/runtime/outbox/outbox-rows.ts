@@ -1,11 +1,13 @@
 // The one place an outbox row is built: event id, subject (from the message's contract option),
 // protobuf payload, headers with the trace context. The unit of work persists rows one by one;
-// the ingest fast path writes many with outboxInserts, inside a statement of its own.
+// the ingest fast path writes many with outboxInserts, inside a statement of its own, a run of
+// events of one subject and headers as a single row (a bundle).
 import { create, toBinary, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { context as otelContext, propagation, type Context } from "@opentelemetry/api";
 import { randomUUID } from "node:crypto";
 import { subjectOf } from "../bus/event-subject.js";
+import { joinBundle } from "./bundle.js";
 import { arrayLiteral, quoteElement } from "./sql.js";
 
 /** One event to record. */
@@ -116,6 +118,12 @@ function headersFor(schema: DescMessage, extra: Record<string, string> | undefin
 /** Above this many rows the insert is split, so one statement's parameters stay small. */
 const rowsPerStatement = 5_000;
 
+/**
+ * At most this many events share a row. The relay cuts its batches by events, not rows, so a
+ * bundle never makes a batch much larger than its size.
+ */
+export const maxBundleEvents = 1_000;
+
 /** A multi-row insert of outbox rows, to run alone or as one part of a larger statement. */
 export interface OutboxInsert {
   /** An `insert ... select` with `?` placeholders for `bindings`; no RETURNING, no trailing semicolon. */
@@ -125,44 +133,72 @@ export interface OutboxInsert {
   readonly ids: readonly string[];
 }
 
+/** One row to write: an event, or a run of consecutive events of one subject and headers. */
+interface RowGroup {
+  first: OutboxRow;
+  /** Every event of a bundle; undefined for a row of one event. */
+  events?: OutboxRow[];
+}
+
+/**
+ * Consecutive events with the same subject and the same headers object (outboxRows shares one
+ * per message type and trace context) become one bundle row, so the order of events is kept.
+ */
+function groupRows(rows: readonly OutboxRow[]): RowGroup[] {
+  const groups: RowGroup[] = [];
+  let open: RowGroup | undefined;
+  for (const row of rows) {
+    if (open && open.first.subject === row.subject && open.first.headers === row.headers && (open.events?.length ?? 1) < maxBundleEvents) {
+      (open.events ??= [open.first]).push(row);
+      continue;
+    }
+    open = { first: row };
+    groups.push(open);
+  }
+  return groups;
+}
+
 /**
  * Rows as statements of at most `rowsPerStatement` rows each, for code that saves a round trip by
  * running the insert inside a statement of its own (a data-modifying WITH part). The caller runs
  * them in its transaction, in order, after anything its unit of work still holds is flushed.
+ * Runs of events that share a subject and headers are written as bundles (see groupRows).
  */
 export function outboxInserts(rows: readonly OutboxRow[], createdAt: Date = new Date()): OutboxInsert[] {
+  const groups = groupRows(rows);
   // Array elements, already quoted for the literal: subjects and headers repeat, so each distinct
   // one is quoted (and, for headers, serialised) once.
   const quotedSubjects = new Map<string, string>();
   const quotedHeaders = new Map<Record<string, string>, string>();
   const subjects: string[] = [];
   const headers: string[] = [];
-  for (const row of rows) {
-    let subject = quotedSubjects.get(row.subject);
-    if (subject === undefined) quotedSubjects.set(row.subject, (subject = quoteElement(row.subject)));
+  for (const { first } of groups) {
+    let subject = quotedSubjects.get(first.subject);
+    if (subject === undefined) quotedSubjects.set(first.subject, (subject = quoteElement(first.subject)));
     subjects.push(subject);
-    let quoted = quotedHeaders.get(row.headers);
-    if (quoted === undefined) quotedHeaders.set(row.headers, (quoted = quoteElement(JSON.stringify(row.headers))));
+    let quoted = quotedHeaders.get(first.headers);
+    if (quoted === undefined) quotedHeaders.set(first.headers, (quoted = quoteElement(JSON.stringify(first.headers))));
     headers.push(quoted);
   }
   const at = createdAt.toISOString();
   const inserts: OutboxInsert[] = [];
-  for (let start = 0; start < rows.length; start += rowsPerStatement) {
-    const part = rows.slice(start, start + rowsPerStatement);
-    const ids = part.map((r) => r.id);
+  for (let start = 0; start < groups.length; start += rowsPerStatement) {
+    const part = groups.slice(start, start + rowsPerStatement);
     inserts.push({
-      sql: `insert into "outbox_event" ("id", "subject", "payload", "headers", "created_at")
-       select v.id, v.subject, v.payload, v.headers, ?::timestamptz
-         from unnest(?::uuid[], ?::text[], ?::bytea[], ?::jsonb[]) with ordinality as v(id, subject, payload, headers, n)
+      sql: `insert into "outbox_event" ("id", "subject", "payload", "headers", "event_ids", "created_at")
+       select v.id, v.subject, v.payload, v.headers, nullif(v.event_ids, '')::uuid[], ?::timestamptz
+         from unnest(?::uuid[], ?::text[], ?::bytea[], ?::jsonb[], ?::text[])
+              with ordinality as v(id, subject, payload, headers, event_ids, n)
         order by v.n`,
       bindings: [
         at,
-        arrayLiteral.uuids(ids),
+        arrayLiteral.uuids(part.map((g) => g.first.id)),
         `{${subjects.slice(start, start + rowsPerStatement).join(",")}}`,
-        arrayLiteral.bytes(part.map((r) => r.payload)),
+        arrayLiteral.bytes(part.map((g) => (g.events ? joinBundle(g.events.map((e) => e.payload)) : g.first.payload))),
         `{${headers.slice(start, start + rowsPerStatement).join(",")}}`,
+        `{${part.map((g) => (g.events ? `"${arrayLiteral.uuids(g.events.map((e) => e.id))}"` : '""')).join(",")}}`,
       ],
-      ids,
+      ids: part.flatMap((g) => (g.events ? g.events.map((e) => e.id) : [g.first.id])),
     });
   }
   return inserts;

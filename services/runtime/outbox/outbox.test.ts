@@ -19,7 +19,8 @@ import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
 import { testLogger } from "../../../test/support/test-logger.js";
 import { widgetEvents, type WidgetEvents } from "../../../test/support/test-events.js";
 import { until } from "../../../test/support/until.js";
-import { createUnitOfWork, OutboxEvent, outboxModule, startOutboxRelay, transactionOn } from "./index.js";
+import { createUnitOfWork, OUTBOX_ROW_HEADER, OutboxEvent, outboxModule, startOutboxRelay, transactionOn } from "./index.js";
+import { splitBundle } from "./bundle.js";
 import { queryOn } from "./sql.js";
 
 interface Widget {
@@ -138,6 +139,22 @@ async function countAcked<T>(counts: Map<string, number>, id: string, publish: P
   const ack = await publish;
   counts.set(id, (counts.get(id) ?? 0) + 1);
   return ack;
+}
+
+/** A bus that refuses the event whose value is `value` once ("bus hiccup") and counts acked publishes. */
+function refusingOnce(bus: EventBus, value: string, counts: Map<string, number>): EventBus {
+  let refuse = true;
+  return {
+    ...bus,
+    kind: bus.kind,
+    async publish(s, data, opts) {
+      if (refuse && widgetValue(data) === value) {
+        refuse = false;
+        throw new Error("bus hiccup");
+      }
+      return countAcked(counts, opts.id, bus.publish(s, data, opts));
+    },
+  };
 }
 
 /** A unit of work whose relay is started (and told) by each test itself. */
@@ -447,18 +464,7 @@ for (const target of targets) {
       for (const value of values) tx.record(events.created, { value });
     });
     const counts = new Map<string, number>();
-    let refuse = true;
-    const flaky: EventBus = {
-      ...bus,
-      kind: bus.kind,
-      async publish(s, data, opts) {
-        if (refuse && widgetValue(data) === "e5") {
-          refuse = false;
-          throw new Error("bus hiccup");
-        }
-        return countAcked(counts, opts.id, bus.publish(s, data, opts));
-      },
-    };
+    const flaky = refusingOnce(bus, "e5", counts);
     const relay = startOutboxRelay({
       db,
       bus: flaky,
@@ -483,6 +489,85 @@ for (const target of targets) {
     // Only the window it was in could overtake it: e0 (the probe) and e1..e4 went first.
     t.deepEqual(seen.slice(0, 5).map(text), ["e0", "e1", "e2", "e3", "e4"]);
   });
+
+  test(
+    name("bundled events go out one by one in order with their own ids; a refusal inside a bundle resumes after what went out"),
+    async (t) => {
+      const { open, bus, events, seen } = await fixture(t, target);
+      const db = await open();
+      const values = Array.from({ length: 250 }, (_, i) => `b${i}`);
+      // One recorded event, a bundle of 250 from the fast path, then another single one.
+      const ids = await unitOfWork(db).run(async (tx) => {
+        const before = tx.record(events.created, { value: "before" });
+        await tx.em.flush();
+        const inserts = tx.outboxInserts(values.map((value) => ({ schema: events.updated, message: { value } })));
+        for (const insert of inserts) await queryOn(tx.em)(insert.sql, insert.bindings);
+        const after = tx.record(events.created, { value: "after" });
+        return [before, ...inserts.flatMap((i) => i.ids), after];
+      });
+      const rows = await db.em().find(OutboxEvent, {});
+      t.is(rows.length, 3, "three rows hold 252 events");
+      const bundle = rows.find((r) => r.eventIds !== null)!;
+      t.deepEqual(bundle.eventIds, ids.slice(1, 251));
+      t.is(bundle.id, ids[1]);
+
+      const counts = new Map<string, number>();
+      const flaky = refusingOnce(bus, "b120", counts);
+      // Batches of 100 events: the bundle is taken whole with the row before it, and what is left of
+      // it after the refusal is more than a batch. The start-up pass meets the refusal; its retry
+      // waits a minute, so the state it left can be read.
+      const relay = startOutboxRelay({
+        db,
+        bus: flaky,
+        logger,
+        batchSize: 100,
+        publishWindow: 16,
+        pollIntervalMs: 60_000,
+        retryInitialDelayMs: 60_000,
+      });
+      t.teardown(() => relay.stop());
+      const stopped = await until(async () => {
+        const row = await db.em().fork().findOneOrFail(OutboxEvent, { id: bundle.id });
+        return row.attempts === 1 && row;
+      }, "the refusal recorded");
+      t.is(stopped.attempts, 1);
+      t.is(stopped.lastError, "bus hiccup");
+      t.is(stopped.publishedAt, null);
+      // Windows of 16 after the probe: b112..b127 shared b120's window, so b121..b127 went out
+      // with b0..b119; the row keeps b120 and b128 on.
+      const left = [120, ...Array.from({ length: 122 }, (_, i) => 128 + i)];
+      t.deepEqual(
+        stopped.eventIds,
+        left.map((i) => ids[1 + i]),
+      );
+      t.deepEqual(
+        splitBundle(stopped.payload, left.length).map(widgetValue),
+        left.map((i) => values[i]),
+      );
+      await relay.drain();
+
+      await until(() => seen.length === ids.length, "every event");
+      // Only the window it was in could overtake the refused event.
+      const order = ["before", ...values.slice(0, 120), ...values.slice(121, 128), "b120", ...values.slice(128), "after"];
+      t.deepEqual(seen.map(text), order);
+      t.deepEqual(
+        seen.map((m) => m.id),
+        order.map((v) => (v === "before" ? ids[0] : v === "after" ? ids[251] : ids[1 + Number(v.slice(1))])),
+      );
+      t.true(
+        [...counts.values()].every((c) => c === 1),
+        "no event was published twice",
+      );
+      t.is(counts.size, ids.length);
+      t.false(OUTBOX_ROW_HEADER in seen[1]!.headers, "a bundle's first event is its row");
+      t.true(
+        seen.slice(2, 251).every((m) => m.headers[OUTBOX_ROW_HEADER] === bundle.id),
+        "the others name the row that carried them",
+      );
+      t.is(seen[2]!.headers["proto-message"], events.updated.typeName, "with the headers the row carries");
+      t.is(await db.em().fork().count(OutboxEvent, { publishedAt: null }), 0);
+    },
+  );
 
   test(name("notifies close together share one relay cycle; drain() does not wait"), async (t) => {
     const { open, bus, events, seen } = await fixture(t, target);

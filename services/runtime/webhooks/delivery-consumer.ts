@@ -3,6 +3,7 @@
 // and endpoint), so the queue holds each (event, endpoint) once whatever the bus repeats.
 import type { BusMessage, EventBus, Stoppable } from "../bus/index.js";
 import type { Database } from "../database/index.js";
+import { OUTBOX_ROW_HEADER } from "../outbox/index.js";
 import { insertDeliveries } from "./delivery-store.js";
 import { webhookBody, type WebhookSource } from "./webhook-source.js";
 import { takesEvent, type WebhookEndpoint } from "./webhook-endpoints.js";
@@ -36,7 +37,8 @@ export async function startDeliveryConsumers(options: DeliveryConsumerOptions): 
     if (!rendered) return;
     const targets = endpoints.filter((e) => takesEvent(e, rendered.type)).map((e) => ({ key: e.key, display: e.display }));
     if (targets.length === 0) return;
-    const event = { eventId: rendered.eventId, type: rendered.type, body: webhookBody(rendered) };
+    const outboxRow = message.headers[OUTBOX_ROW_HEADER];
+    const event = { eventId: rendered.eventId, type: rendered.type, body: webhookBody(rendered), ...(outboxRow ? { outboxRow } : {}) };
     const created = await insertDeliveries(tables, db.em(), event, targets);
     if (created > 0) options.onQueued();
   };

@@ -15,7 +15,8 @@ import { connect } from "nats";
 import { Webhook } from "standardwebhooks";
 import { openBus } from "../bus/index.js";
 import { openDatabase, type DatabaseModule } from "../database/index.js";
-import { OutboxEvent, outboxModule } from "../outbox/index.js";
+import { joinBundle } from "../outbox/bundle.js";
+import { OUTBOX_ROW_HEADER, OutboxEvent, outboxModule } from "../outbox/index.js";
 import { createTestDatabaseUrl } from "../../../test/support/test-database.js";
 import { realInfra } from "../../../test/support/real-infra.js";
 import { testLogger } from "../../../test/support/test-logger.js";
@@ -177,8 +178,26 @@ test("a module's own events, tables and settings: delivered signed, logged, 410 
     target.received.map((r) => r.path),
     [...delivered.map((r) => r.path), "/all"],
   );
+  // A bundled event (a row carrying several) names its row in the outbox-row header: it is ours
+  // when that row holds its id; a header naming our row on an event it does not hold is not enough.
+  const [first, second, stranger] = [randomUUID(), randomUUID(), randomUUID()];
+  const payloadOf = (value: string) => toBinary(StringValueSchema, create(StringValueSchema, { value }));
+  await db.em().insert(OutboxEvent, {
+    id: first,
+    subject,
+    payload: joinBundle([payloadOf("bundled one"), payloadOf("bundled two")]),
+    eventIds: [first, second],
+    headers: {},
+    createdAt: new Date(),
+    publishedAt: null,
+    lastError: null,
+  });
+  await bus.publish(subject, payloadOf("stranger"), { id: stranger, headers: { [OUTBOX_ROW_HEADER]: first } });
+  await bus.publish(subject, payloadOf("bundled two"), { id: second, headers: { [OUTBOX_ROW_HEADER]: first } });
+  await until("the bundled event's delivery", () => target.received.length >= 4);
+  t.is(target.received[3]!.headers["webhook-id"], `msg_${second}`);
   const [row] = await db.em().execute<{ n: string }[]>(`select count(*) as n from "hooktest_webhook_delivery"`);
-  t.is(Number(row!.n), 3, "the module's own tables hold its deliveries");
+  t.is(Number(row!.n), 4, "the module's own tables hold its deliveries, and none for the stranger");
 });
 
 test("tables keep the names a module's migration gave them", (t) => {
