@@ -1,15 +1,11 @@
 // Load generators of the ingest benchmark. REST: autocannon POSTing one observation per request
 // to /api/observations/ingest, each body built as the request goes out (the next fix of the next
 // device, round robin, so every observedAt of a device is distinct and in order). Bulk: closed
-// loops calling BatchIngestObservations through a generated Connect client over HTTP/2, each loop
-// owning its own devices, as separate feeds would.
-import { createClient, type Client } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { MessageInitShape } from "@bufbuild/protobuf";
+// loops calling BatchIngestObservations over gRPC (ingest-bulk-client.ts), each loop owning its own
+// devices, as separate feeds would.
 import { createRequire } from "node:module";
 import { performance } from "node:perf_hooks";
-import { ObservationService, type ObservationInputSchema } from "../gen/tracking/v1/observation_pb.js";
+import type { BulkIngestClient } from "./ingest-bulk-client.js";
 import type { Fix, Fleet } from "./ingest-fleet.js";
 
 // autocannon ships no types; this is the slice used here (loaded without the shared declaration file).
@@ -114,14 +110,8 @@ export interface BulkLoadOptions {
   durationMs: number;
 }
 
-export type ObservationClient = Client<typeof ObservationService>;
-
-export function observationClient(serviceUrl: string): ObservationClient {
-  return createClient(ObservationService, createGrpcTransport({ baseUrl: serviceUrl }));
-}
-
 /** `callers` closed loops of BatchIngestObservations until the window ends; calls in flight finish. */
-export async function bulkLoad(client: ObservationClient, fleet: Fleet, options: BulkLoadOptions): Promise<IngestLoadResult> {
+export async function bulkLoad(client: BulkIngestClient, fleet: Fleet, options: BulkLoadOptions): Promise<IngestLoadResult> {
   const started = performance.now();
   const end = started + options.durationMs;
   let accepted = 0;
@@ -132,13 +122,13 @@ export async function bulkLoad(client: ObservationClient, fleet: Fleet, options:
     for (let i = k; i < fleet.size; i += options.callers) mine.push(i);
     let cursor = 0;
     while (performance.now() < end) {
-      const observations: MessageInitShape<typeof ObservationInputSchema>[] = [];
+      const fixes: Fix[] = [];
       for (let n = 0; n < options.batchSize; n++) {
-        observations.push(bulkItem(fleet.next(mine[cursor]!)));
+        fixes.push(fleet.next(mine[cursor]!));
         cursor = (cursor + 1) % mine.length;
       }
       try {
-        const res = await client.batchIngestObservations({ observations });
+        const res = await client.batchIngest(fixes);
         accepted += res.accepted;
         const refused = options.batchSize - res.accepted;
         failed += refused;
@@ -152,17 +142,4 @@ export async function bulkLoad(client: ObservationClient, fleet: Fleet, options:
   };
   await Promise.all(Array.from({ length: options.callers }, (_, k) => caller(k)));
   return { accepted, failed, elapsedMs: performance.now() - started, ...(firstFailure ? { firstFailure } : {}) };
-}
-
-/** A bulk item names its device by id, as a feed that registered its devices does. */
-function bulkItem(fix: Fix): MessageInitShape<typeof ObservationInputSchema> {
-  return {
-    deviceId: fix.deviceId,
-    observedAt: timestampFromMs(fix.observedAtMs),
-    latitude: fix.latitude,
-    longitude: fix.longitude,
-    speedKmh: fix.speedKmh,
-    headingDegrees: fix.headingDegrees,
-    accuracyMeters: fix.accuracyMeters,
-  };
 }

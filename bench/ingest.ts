@@ -21,7 +21,8 @@ import pg from "pg";
 // Straight from its file: the database index would load MikroORM into the load generator.
 import { createTestDatabaseUrl, type TestDatabase } from "../test/support/test-database.js";
 import { Fleet, scatterFences, type FleetDevice } from "./ingest-fleet.js";
-import { bulkLoad, observationClient, restLoad, type IngestLoadResult } from "./ingest-load.js";
+import { bulkIngestClient } from "./ingest-bulk-client.js";
+import { bulkLoad, restLoad, type IngestLoadResult } from "./ingest-load.js";
 import { backgroundBusy, cpuMsSince, cpuSample, machine, processesCpuMs, type Machine } from "./ingest-machine.js";
 import type { IngestReady } from "./ingest-server.js";
 
@@ -199,11 +200,27 @@ async function measurePhase(
   fleet: Fleet,
   plan: IngestPlan,
 ): Promise<PhaseResult> {
-  const client = observationClient(server.serviceUrl);
+  const client = path === "bulk" ? bulkIngestClient(server.serviceUrl) : undefined;
   const run = (durationMs: number) =>
-    path === "rest"
-      ? restLoad(server.gatewayUrl, fleet, { connections: plan.rest.connections, durationMs })
-      : bulkLoad(client, fleet, { callers: plan.bulk.callers, batchSize: plan.bulk.batchSize, durationMs });
+    client
+      ? bulkLoad(client, fleet, { callers: plan.bulk.callers, batchSize: plan.bulk.batchSize, durationMs })
+      : restLoad(server.gatewayUrl, fleet, { connections: plan.rest.connections, durationMs });
+  try {
+    return await measureWindow(path, fences, server, sql, fleet, plan, run);
+  } finally {
+    client?.close();
+  }
+}
+
+async function measureWindow(
+  path: PathName,
+  fences: number,
+  server: Server,
+  sql: pg.Client,
+  fleet: Fleet,
+  plan: IngestPlan,
+  run: (durationMs: number) => Promise<IngestLoadResult>,
+): Promise<PhaseResult> {
   const warmupMs = path === "rest" ? plan.rest.warmupMs : plan.bulk.warmupMs;
   const durationMs = path === "rest" ? plan.rest.durationMs : plan.bulk.durationMs;
   if (fleet.newestClockMs + 60 * 60_000 > Date.now())
