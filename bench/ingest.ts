@@ -206,21 +206,23 @@ async function measurePhase(
       ? bulkLoad(client, fleet, { callers: plan.bulk.callers, batchSize: plan.bulk.batchSize, durationMs })
       : restLoad(server.gatewayUrl, fleet, { connections: plan.rest.connections, durationMs });
   try {
-    return await measureWindow(path, fences, server, sql, fleet, plan, run);
+    return await measureWindow({ path, fences, server, sql, fleet, plan }, run);
   } finally {
     client?.close();
   }
 }
 
-async function measureWindow(
-  path: PathName,
-  fences: number,
-  server: Server,
-  sql: pg.Client,
-  fleet: Fleet,
-  plan: IngestPlan,
-  run: (durationMs: number) => Promise<IngestLoadResult>,
-): Promise<PhaseResult> {
+interface Phase {
+  path: PathName;
+  fences: number;
+  server: Server;
+  sql: pg.Client;
+  fleet: Fleet;
+  plan: IngestPlan;
+}
+
+async function measureWindow(phase: Phase, run: (durationMs: number) => Promise<IngestLoadResult>): Promise<PhaseResult> {
+  const { path, fences, server, sql, fleet, plan } = phase;
   const warmupMs = path === "rest" ? plan.rest.warmupMs : plan.bulk.warmupMs;
   const durationMs = path === "rest" ? plan.rest.durationMs : plan.bulk.durationMs;
   if (fleet.newestClockMs + 60 * 60_000 > Date.now())
