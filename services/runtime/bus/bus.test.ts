@@ -253,6 +253,25 @@ test("memory: retention keeps at most maxMsgs and a consumer starts at the oldes
   t.deepEqual(got, [2, 3]);
 });
 
+test("memory: duplicates are recognised within the window, among at most maxMsgs recent ids", async (t) => {
+  const bus = await openBus({ logger });
+  t.teardown(() => bus.close());
+  await bus.ensureStreams([
+    { name: "FEW", subjects: ["few.>"], maxMsgs: 3 },
+    { name: "BRIEF", subjects: ["brief.>"], duplicateWindowMs: 1 },
+  ]);
+  for (const n of [1, 2, 3, 4]) await bus.publish("few.x", encode(`${n}`), { id: `f-${n}` });
+  const recent = await bus.publish("few.x", encode("4 again"), { id: "f-4" });
+  t.like(recent, { duplicate: true, seq: 4 });
+  t.like(await bus.publish("few.x", encode("1 again"), { id: "f-1" }), { duplicate: false, seq: 5 }, "the oldest id was let go");
+
+  const first = await bus.publish("brief.x", encode("a"), { id: "b-1" });
+  // The window is one millisecond: wait it out on the clock, not on a timer.
+  const publishedAt = Date.now();
+  await until(() => Date.now() > publishedAt + 1, "the window to pass");
+  t.like(await bus.publish("brief.x", encode("a again"), { id: "b-1" }), { duplicate: false, seq: first.seq + 1 });
+});
+
 test("memory: streams with overlapping subjects are refused, as NATS does", async (t) => {
   const bus = await openBus({ logger });
   t.teardown(() => bus.close());
