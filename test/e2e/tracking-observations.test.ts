@@ -1,7 +1,7 @@
 // Observations through the REST front (create, ingest, reads, every refusal), speed alerts, the
 // events they publish, and the gRPC bulk paths with a generated Connect client.
 import { create, fromBinary } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate, timestampMs } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import test from "ava";
@@ -468,4 +468,36 @@ test("gRPC StreamIngestObservations: a client stream across several chunks, in o
     (await observationCount(devices[0]!.id)) + (await observationCount(devices[1]!.id)) + (await observationCount(devices[2]!.id)),
     count - 1,
   );
+
+  // The outbox writes a chunk's run of observation.recorded events as one row; the bus still gets
+  // one message per event, with its own id, each device's in order, alerts between them.
+  await mesh.drainOutbox();
+  const ids = new Set(devices.map((d) => d.id));
+  const recorded = () =>
+    seen.flatMap((m) => {
+      if (m.subject !== "tracking.v1.observation.recorded") return [];
+      const event = fromBinary(ObservationRecordedSchema, m.data);
+      return ids.has(event.observation?.deviceId ?? "") ? [{ m, event }] : [];
+    });
+  const events = await until(() => recorded().length >= count - 1 && recorded(), "an event per observation");
+  t.is(events.length, count - 1);
+  t.true(
+    events.every(({ m, event }) => m.id === event.eventId),
+    "each message's id is its event id",
+  );
+  t.is(new Set(events.map(({ m }) => m.id)).size, count - 1);
+  for (const device of devices) {
+    const times = events
+      .filter(({ event }) => event.observation?.deviceId === device.id)
+      .map(({ event }) => timestampMs(event.observation!.observedAt!));
+    t.deepEqual(
+      times,
+      [...times].sort((a, b) => a - b),
+      "a device's events in the order observed",
+    );
+  }
+  const raised = seen.filter(
+    (m) => m.subject === "tracking.v1.speed_alert.raised" && ids.has(fromBinary(SpeedAlertRaisedSchema, m.data).speedAlert?.deviceId ?? ""),
+  );
+  t.is(raised.length, 12);
 });
