@@ -1,0 +1,22 @@
+// Model providers of the agent gateway as a library: the OpenAI chat-completions client (`openai`
+// kind), the hosted coding assistant behind a token exchange (`assistant` kind), and the pool that
+// orders them by priority, falls back and probes. The turn loop and GET /api/providers use this.
+export type { ChatCompletionsClient, ProviderEndpoint } from "./chat-completions-client.js";
+export { AllProvidersFailedError, ProviderCancelledError, ProviderError, type ProviderFailure } from "./errors.js";
+export { createOpenAiProvider, type OpenAiProviderOptions } from "./openai-provider.js";
+export { ReplyAssembler } from "./reply-assembler.js";
+export { type ServerSentEvent, SseParser } from "./sse-parser.js";
+export type {
+  ChatDelta,
+  ChatMessage,
+  ChatOptions,
+  ChatRequest,
+  ChatResult,
+  DeltaListener,
+  ProviderClient,
+  ProviderKind,
+  RetryInfo,
+  ToolCall,
+  ToolDefinition,
+  Usage,
+} from "./types.js";
