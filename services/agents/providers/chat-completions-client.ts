@@ -5,7 +5,7 @@
 import type { IncomingMessage } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ProviderCancelledError, ProviderError, TransientProviderError as Transient } from "./errors.js";
-import { createProviderAgents, discard, readBody, send, socketCode } from "./http-request.js";
+import { createProviderAgents, discard, type ProviderAgents, readBody, send, socketCode } from "./http-request.js";
 import { isObject, ReplyAssembler } from "./reply-assembler.js";
 import { SseParser } from "./sse-parser.js";
 import type { ChatOptions, ChatRequest, ChatResult, DeltaListener, ProviderClient, ProviderKind } from "./types.js";
@@ -21,14 +21,16 @@ export interface ChatCompletionsClientOptions {
   kind: ProviderKind;
   /** Resolved before every attempt (a key may change on reload, an exchanged token may expire). */
   endpoint(signal: AbortSignal | undefined): Promise<ProviderEndpoint>;
-  /** Called on a 401 when set: the credentials are dropped and the call is made again, exactly once. */
-  renewCredentials?: () => void;
+  /** Called on a 401 when set, with the endpoint that was refused: its credentials are dropped and the call is made again, exactly once. */
+  renewCredentials?: (refused: ProviderEndpoint) => void;
   /** `AgentGateway:ProviderRetryBaseMs` (2000). */
   retryBaseMs?: number;
   /** Transient failures retried after the first attempt (3). */
   maxRetries?: number;
   /** `DangerouslyDisableSslValidation`: this client's requests only. */
   disableTlsValidation?: boolean;
+  /** Connections shared with the provider's other requests (the assistant's token exchange); made here when absent. */
+  agents?: ProviderAgents;
 }
 
 export interface ChatCompletionsClient extends ProviderClient {
@@ -40,7 +42,7 @@ export function createChatCompletionsClient(options: ChatCompletionsClientOption
   const { name, kind } = options;
   const retryBaseMs = options.retryBaseMs ?? 2000;
   const maxRetries = options.maxRetries ?? 3;
-  const agents = createProviderAgents({ rejectUnauthorized: !options.disableTlsValidation });
+  const agents = options.agents ?? createProviderAgents({ rejectUnauthorized: !options.disableTlsValidation });
 
   function cancelled(signal: AbortSignal | undefined, error: unknown): never {
     if (error instanceof ProviderError) throw error;
@@ -52,14 +54,14 @@ export function createChatCompletionsClient(options: ChatCompletionsClientOption
     path: string,
     init: { method: "GET" | "POST"; body?: string; accept: string },
     signal: AbortSignal | undefined,
-  ): Promise<{ response: IncomingMessage; what: string }> {
+  ): Promise<{ response: IncomingMessage; what: string; endpoint: ProviderEndpoint }> {
     const endpoint = await options.endpoint(signal);
     const url = new URL(`${endpoint.baseUrl.replace(/\/+$/, "")}${path}`);
     const what = `${init.method} ${url.pathname}`;
     const headers: Record<string, string> = { ...endpoint.headers, accept: init.accept };
     if (init.body !== undefined) headers["content-type"] = "application/json";
     try {
-      return { response: await send(url, { method: init.method, headers, body: init.body, signal, agents }), what };
+      return { response: await send(url, { method: init.method, headers, body: init.body, signal, agents }), what, endpoint };
     } catch (error) {
       if (signal?.aborted) throw error;
       throw new Transient("unreachable", `${what} unreachable (${socketCode(error)})`);
@@ -126,12 +128,12 @@ export function createChatCompletionsClient(options: ChatCompletionsClientOption
       attempt++;
       signal?.throwIfAborted();
       try {
-        const { response, what } = await open("/chat/completions", { method: "POST", body, accept: "text/event-stream" }, signal);
+        const { response, what, endpoint } = await open("/chat/completions", { method: "POST", body, accept: "text/event-stream" }, signal);
         const status = response.statusCode ?? 0;
         if (status === 401 && options.renewCredentials && !renewed) {
           discard(response);
           renewed = true;
-          options.renewCredentials();
+          options.renewCredentials(endpoint);
           chatOptions.onRetry?.({ attempt, reason: "unauthorized", status, delayMs: 0 });
           continue;
         }
@@ -184,12 +186,12 @@ export function createChatCompletionsClient(options: ChatCompletionsClientOption
     let renewed = false;
     for (;;) {
       try {
-        const { response, what } = await open("/models", { method: "GET", accept: "application/json" }, signal);
+        const { response, what, endpoint } = await open("/models", { method: "GET", accept: "application/json" }, signal);
         const status = response.statusCode ?? 0;
         if (status === 401 && options.renewCredentials && !renewed) {
           discard(response);
           renewed = true;
-          options.renewCredentials();
+          options.renewCredentials(endpoint);
           continue;
         }
         if (status < 200 || status >= 300) {
