@@ -36,3 +36,13 @@ export type {
   ToolDefinition,
   Usage,
 } from "./types.js";
+export {
+  type PoolChatOptions,
+  type PoolChatRequest,
+  type PoolChatResult,
+  type PoolDelta,
+  type PooledProvider,
+  ProviderPool,
+  type ProviderPoolOptions,
+  type ProviderStatus,
+} from "./provider-pool.js";
