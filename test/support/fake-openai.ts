@@ -6,7 +6,8 @@
 // mid-stream, empty replies, slow or hanging streams. Every request is recorded, and the requests
 // whose client went away before the answer ended are counted.
 import { randomBytes } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 
 export interface RecordedOpenAiRequest {
@@ -59,6 +60,8 @@ export interface FakeOpenAiOptions {
   /** Replaces the key check: answers whether the Authorization header may pass. */
   authorize?: (authorization: string | undefined) => boolean;
   models?: string[];
+  /** Serve HTTPS with this key and certificate (e.g. a self-signed one). */
+  tls?: { key: string; cert: string };
 }
 
 export interface FakeOpenAi {
@@ -101,10 +104,11 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     },
   };
 
-  const server = createServer((req, res) => {
+  const listener: RequestListener = (req, res) => {
     void handle(req, res).catch(() => res.destroy());
-  });
-  server.on("connection", (socket) => {
+  };
+  const server = options.tls ? createTlsServer(options.tls, listener) : createServer(listener);
+  server.on(options.tls ? "secureConnection" : "connection", (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
   });
@@ -282,6 +286,6 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
   }
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${prefix}`;
+  fake.url = `${options.tls ? "https" : "http"}://127.0.0.1:${(server.address() as AddressInfo).port}${prefix}`;
   return fake;
 }

@@ -5,6 +5,7 @@ import test from "ava";
 import { createServer } from "node:net";
 import { type FakeOpenAi, startFakeOpenAi } from "../../../test/support/fake-openai.js";
 import { until } from "../../../test/support/until.js";
+import { generateDeviceCa } from "../../protection/pki/index.js";
 import { createOpenAiProvider, ProviderCancelledError, ProviderError, type RetryInfo, type ToolDefinition } from "./index.js";
 
 let fake: FakeOpenAi;
@@ -205,6 +206,23 @@ test.serial("models() lists the ids of GET {BaseUrl}/models; a failing probe is 
     t.is(error?.status, 503);
   } finally {
     fake.modelsStatus = undefined;
+  }
+});
+
+test.serial("DangerouslyDisableSslValidation lets that provider reach a self-signed server, and no other", async (t) => {
+  const { certPem, keyPem } = await generateDeviceCa({ commonName: "127.0.0.1" });
+  const tlsFake = await startFakeOpenAi({ tls: { key: keyPem, cert: certPem } });
+  try {
+    const insecure = createOpenAiProvider({ name: "inspected", baseUrl: tlsFake.url, apiKey: tlsFake.apiKey, disableTlsValidation: true });
+    const strict = createOpenAiProvider({ name: "strict", baseUrl: tlsFake.url, apiKey: tlsFake.apiKey, retryBaseMs: 1 });
+    t.is((await insecure.chat({ model: "gpt-4o-mini", messages })).message.content, "Hello from the fake.");
+    const error = await t.throwsAsync(strict.chat({ model: "gpt-4o-mini", messages }), { instanceOf: ProviderError });
+    t.is(error?.reason, "unreachable");
+    t.is(tlsFake.chatRequests().length, 1, "the strict client never got past the TLS handshake");
+    insecure.close();
+    strict.close();
+  } finally {
+    await tlsFake.close();
   }
 });
 
