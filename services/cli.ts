@@ -1,5 +1,6 @@
 // `meshwork`: parses the run mode, loads configuration, starts telemetry and the mesh, and shuts
 // everything down on SIGINT/SIGTERM. A bad setting stops the process with a message naming it.
+import { runCredentialsCommand } from "./agents/credentials/index.js";
 import { loadMeshConfig, type MeshConfig, settingsText } from "./mesh-config.js";
 import { modules } from "./registry.js";
 import { ConfigError } from "./runtime/config/index.js";
@@ -13,6 +14,8 @@ Modes:
   all                 every service and every REST front in one process (default)
   serve <service>     one service on the service host (gRPC, gRPC-web, Connect); services: ${modules.map((m) => m.name).join(", ")}
   gateway             the REST fronts only, calling services over gRPC (Services:<Name>:Address)
+  credentials ...     the agent gateway's credential store: set <name> (stdin), list, remove <name>, rotate;
+                      no database, no mesh (meshwork credentials --help)
 
 Options:
   --environment <name>   picks appsettings.<name>.json (default Production; env MESHWORK_ENVIRONMENT)
@@ -39,6 +42,10 @@ function parseMode(args: string[]): { mode: MeshMode; flags: string[] } {
 }
 
 async function main(argv: string[]): Promise<void> {
+  if (argv[0] === "credentials") {
+    process.exitCode = await runCredentialsCommand(argv.slice(1), modules);
+    return;
+  }
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(usage);
     return;
