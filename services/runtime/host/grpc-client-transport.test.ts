@@ -106,7 +106,9 @@ test("unary error: code, exact message, details and metadata (the error's and th
 });
 
 test("a deadline ends the call on both sides: DeadlineExceeded here, the handler's signal aborted there", async (t) => {
-  const error = await t.throwsAsync(library().getBook({ name: "slow" }, { timeoutMs: 150 }), { instanceOf: ConnectError });
+  // Long enough for the call to reach the handler on a loaded machine: a deadline that ran out
+  // before the server read the request would leave it no call to end.
+  const error = await t.throwsAsync(library().getBook({ name: "slow" }, { timeoutMs: 1_500 }), { instanceOf: ConnectError });
   t.is(error.code, Code.DeadlineExceeded);
   await until(() => cancelled.some((c) => c.startsWith("getBook slow:")), "the handler saw its call end");
 });
@@ -183,10 +185,11 @@ test("server stream: a deadline on an open stream ends it with DeadlineExceeded,
   const seen: number[] = [];
   const error = await t.throwsAsync(
     (async () => {
-      for await (const event of library().watchShelf({ shelfId: 22n, limit: -1 }, { timeoutMs: 200 })) seen.push(event.sequence);
+      for await (const event of library().watchShelf({ shelfId: 22n, limit: -1 }, { timeoutMs: 1_500 })) seen.push(event.sequence);
     })(),
     { instanceOf: ConnectError },
   );
+  // The handler sends its first event, then waits for the end of the call.
   t.deepEqual(seen, [0]);
   t.is(error.code, Code.DeadlineExceeded);
   await until(() => cancelled.some((c) => c.startsWith("watchShelf 22:")), "the handler saw its stream end");
