@@ -150,7 +150,16 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           textIntegrityInterceptor,
         ],
       });
-      const host = await startServiceHost({ host: runtime.services.host, port: runtime.services.port, routes, logger });
+      const host = await startServiceHost({
+        host: runtime.services.host,
+        port: runtime.services.port,
+        routes,
+        logger,
+        trustedProxies: (runtime.services.trustedProxies ?? "")
+          .split(",")
+          .map((a) => a.trim())
+          .filter(Boolean),
+      });
       closers.push(() => host.close());
       logger.info(
         { url: `http://${runtime.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" },
