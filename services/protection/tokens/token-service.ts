@@ -22,6 +22,7 @@ import { protectionStream, subjects } from "../events/subjects.js";
 
 const REFRESH_SHAPE = /^rtk_[0-9a-f]{64}$/;
 const VERIFIED_CACHE_SIZE = 10_000;
+const PRUNE_EVERY_MS = 60_000;
 
 export interface TokenPair {
   accessToken: string;
@@ -107,6 +108,18 @@ export function createTokenService(deps: TokenServiceDeps): TokenService {
   }
 
   const accessLifetime = jwt.accessTokenLifetimeSeconds;
+  let lastPrune = 0;
+
+  /** Now and then, rows nothing can need any more: expired refresh tokens, revocations past their tokens' expiry. */
+  async function prune(): Promise<void> {
+    if (Date.now() - lastPrune < PRUNE_EVERY_MS) return;
+    lastPrune = Date.now();
+    const conn = deps.db.em().getConnection();
+    const now = new Date();
+    await conn.execute(`delete from "protection_refresh_token" where "expires_at" <= ?`, [now]);
+    await conn.execute(`delete from "protection_revoked_family" where "access_expires_at" <= ?`, [now]);
+    for (const [sid, until] of revoked) if (until <= now.getTime()) revoked.delete(sid);
+  }
 
   const service: TokenService = {
     key: deps.key,
@@ -174,6 +187,7 @@ export function createTokenService(deps: TokenServiceDeps): TokenService {
       });
       if (outcome === "invalid") throw invalid();
       if (outcome === "revoked") throw familyRevoked();
+      await prune().catch((err: unknown) => deps.logger.warn({ err }, "pruning expired tokens failed"));
       return outcome;
     },
 
@@ -214,8 +228,7 @@ export function createTokenService(deps: TokenServiceDeps): TokenService {
     },
 
     async start() {
-      const now = new Date();
-      await deps.db.em().getConnection().execute(`delete from "protection_revoked_family" where "access_expires_at" <= ?`, [now]);
+      await prune();
       subscription = await deps.bus.subscribe({ stream: protectionStream.name, filterSubjects: [subjects.tokenFamilyRevoked] }, (m) => {
         try {
           const event = fromBinary(TokenFamilyRevokedSchema, m.data);
