@@ -85,7 +85,7 @@ export const protectionModule = defineModule({
     const tokens = createTokenService({ db: deps.db, uow, bus: deps.bus, settings: deps.settings, key, logger: deps.logger });
     await tokens.start();
     verifierFor(deps.settings).bind(tokens);
-    const hasher = await createPasswordHasher({ memoryKiB: protection.passwords.memoryKiB, iterations: protection.passwords.iterations });
+    const hasher = createPasswordHasher({ memoryKiB: protection.passwords.memoryKiB, iterations: protection.passwords.iterations });
     await applyConfiguredRoles(uow, deps.settings);
     const limits = createRateLimiter({ db: deps.db, table: rateLimits });
     const protectionDeps: ProtectionDeps = { ...deps, uow, hasher, tokens, limits };
