@@ -83,7 +83,7 @@ test("oversized headers answer 431 as { error, message } on an error-message fro
   const received = await untilClosed(socket);
   t.regex(received, /^HTTP\/1\.1 431 /);
   const body = bodyOf(received) as { error: string; message: string };
-  t.is(body.error, "request_header_fields_too_large");
+  t.is(body.error, "REQUEST_HEADER_FIELDS_TOO_LARGE");
   t.truthy(body.message);
 });
 

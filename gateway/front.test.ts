@@ -201,7 +201,7 @@ test("a front of mixed styles uses problem+json for its own 404 unless told othe
     const b = await exchange((await told.listen()).port, "GET", "/nope", {}, undefined);
     t.is(a.headers["content-type"], "application/problem+json");
     t.is(b.headers["content-type"], "application/json");
-    t.deepEqual(b.json, { error: "not_found", message: "No operation matches this path." });
+    t.deepEqual(b.json, { error: "NOT_FOUND", message: "No operation matches this path." });
     // Once a method is known, its service's own style wins.
     const c = await exchange(mixedPort, "PUT", "/inventory/items", {}, undefined);
     t.deepEqual(Object.keys(c.json as object).sort(), ["error", "message"]);
@@ -225,7 +225,7 @@ test("a pino logger plugs in as it is", async (t) => {
     t.true(port > 0);
     const res = await exchange(port, "GET", "/inventory/items/1", {}, undefined);
     t.is(res.status, 501);
-    t.deepEqual(res.json, { error: "unimplemented", message: "This operation is not implemented." });
+    t.deepEqual(res.json, { error: "UNIMPLEMENTED", message: "This operation is not implemented." });
   } finally {
     await front.close();
   }

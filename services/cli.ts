@@ -5,7 +5,8 @@ import { loadMeshConfig, type MeshConfig, settingsText } from "./mesh-config.js"
 import { modules } from "./registry.js";
 import { ConfigError } from "./runtime/config/index.js";
 import { createLogger } from "./runtime/logging/index.js";
-import { type MeshMode, startMesh } from "./mesh.js";
+import { type MeshMode, runModuleCommand, startMesh } from "./mesh.js";
+import type { ServiceModule } from "./runtime/module/index.js";
 import { startMeshTelemetry } from "./mesh-telemetry.js";
 
 const usage = `Usage: meshwork [mode] [--Section:Key=value ...]
@@ -17,6 +18,9 @@ Modes:
   credentials ...     the agent gateway's credential store: set <name> (stdin), list, remove <name>, rotate;
                       no database, no mesh (meshwork credentials --help)
 
+Commands (on the configured database):
+${modules.flatMap((m) => (m.commands ?? []).map((c) => `  ${`${m.name} ${c.name} ${c.usage}`.padEnd(46)} ${c.description}`)).join("\n")}
+
 Options:
   --environment <name>   picks appsettings.<name>.json (default Production; env MESHWORK_ENVIRONMENT)
   --help                 this text
@@ -24,6 +28,25 @@ Options:
 Settings (flags --Key=value, environment Section__Key, or appsettings.json):
 ${settingsText()}
 `;
+
+interface CommandCall {
+  module: ServiceModule;
+  command: string;
+  args: string[];
+  flags: string[];
+}
+
+/** `meshwork <module> <command> [args] [--flags]`, when the first word names a module with commands. */
+function parseCommand(args: string[]): CommandCall | undefined {
+  const module = modules.find((m) => m.name === args[0] && m.commands?.length);
+  if (!module) return undefined;
+  const rest = args.slice(1);
+  const flags = rest.filter((a) => a.startsWith("--"));
+  const [command, ...commandArgs] = rest.filter((a) => !a.startsWith("--"));
+  if (command === undefined)
+    throw new ConfigError(`\`meshwork ${module.name}\` needs a command: ${module.commands!.map((c) => c.name).join(", ")}.`);
+  return { module, command, args: commandArgs, flags };
+}
 
 function parseMode(args: string[]): { mode: MeshMode; flags: string[] } {
   const first = args[0];
@@ -48,6 +71,21 @@ async function main(argv: string[]): Promise<void> {
   }
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(usage);
+    return;
+  }
+  const call = (() => {
+    try {
+      return parseCommand(argv);
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        process.stderr.write(`meshwork: ${err.message}\n`);
+        process.exit(2);
+      }
+      throw err;
+    }
+  })();
+  if (call) {
+    await runCommand(call);
     return;
   }
   let mode: MeshMode;
@@ -90,6 +128,23 @@ async function main(argv: string[]): Promise<void> {
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+async function runCommand(call: CommandCall): Promise<void> {
+  try {
+    const config = loadMeshConfig({ flags: call.flags });
+    // Commands print their answer; the log says only what went wrong.
+    const logger = createLogger({ level: "warn" });
+    process.stdout.write(`${await runModuleCommand({ config, logger, module: call.module, command: call.command, args: call.args })}\n`);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`meshwork: ${err.message}\n`);
+      process.exit(2);
+    }
+    // Not the error's text: a database error can quote bound values (an e-mail, say).
+    process.stderr.write(`meshwork: ${call.module.name} ${call.command} failed (${err instanceof Error ? err.name : "error"}).\n`);
+    process.exit(1);
+  }
 }
 
 await main(process.argv.slice(2));

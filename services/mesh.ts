@@ -7,7 +7,7 @@ import type { MeshConfig } from "./mesh-config.js";
 import { modules as registered } from "./registry.js";
 import { assertOpenApiBindAllowed, authInterceptor, openApiWarning } from "./runtime/auth/index.js";
 import { type EventBus, openBus } from "./runtime/bus/index.js";
-import { redactUrl } from "./runtime/config/index.js";
+import { ConfigError, redactUrl } from "./runtime/config/index.js";
 import { type Database, openDatabase } from "./runtime/database/index.js";
 import {
   buildRoutes,
@@ -150,7 +150,16 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           textIntegrityInterceptor,
         ],
       });
-      const host = await startServiceHost({ host: runtime.services.host, port: runtime.services.port, routes, logger });
+      const host = await startServiceHost({
+        host: runtime.services.host,
+        port: runtime.services.port,
+        routes,
+        logger,
+        trustedProxies: (runtime.services.trustedProxies ?? "")
+          .split(",")
+          .map((a) => a.trim())
+          .filter(Boolean),
+      });
       closers.push(() => host.close());
       logger.info(
         { url: `http://${runtime.services.host}:${host.port}`, protocols: "gRPC, gRPC-web, Connect (h2c)" },
@@ -198,5 +207,34 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
   } catch (err) {
     await close();
     throw err;
+  }
+}
+
+/**
+ * Runs one module's administrative command on the configured database (migrated first, as at
+ * start); answers what to print. Events it records wait in the outbox for the next relay.
+ */
+export async function runModuleCommand(options: {
+  config: MeshConfig;
+  logger: Logger;
+  module: ServiceModule;
+  command: string;
+  args: readonly string[];
+}): Promise<string> {
+  const { config, logger, module } = options;
+  const command = module.commands?.find((c) => c.name === options.command);
+  if (!command) throw new ConfigError(`Unknown command '${options.command}' of ${module.name}.`);
+  const runtime = config.runtime;
+  const db = await openDatabase({
+    url: runtime.database.url,
+    dataDir: runtime.data.dir,
+    poolSize: runtime.database.poolSize,
+    modules: [outboxModule, ...registered.map((m) => m.database)],
+    logger,
+  });
+  try {
+    return await command.run(options.args, { settings: config.get(module.settings), db, outbox: { notify() {} }, logger });
+  } finally {
+    await db.close();
   }
 }

@@ -1,7 +1,7 @@
 // Turns a failed call into the gateway's HttpError: status by the standard table, the service's
 // message for client errors only, and google.rpc.BadRequest violations as per-field messages.
 import { Code, ConnectError } from "@connectrpc/connect";
-import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { codeName, httpStatusOf } from "../transcoder/status-codes.js";
 import { HttpError, type FieldErrors } from "./http-error.js";
 
@@ -32,7 +32,17 @@ export function fromConnectError(
     }
   }
   const detail = err.rawMessage !== "" ? err.rawMessage : err.code === Code.Canceled ? "The call was canceled." : "";
-  return new HttpError(status, codeName(err.code), detail, fieldErrors);
+  return new HttpError(status, safeReason(err) ?? codeName(err.code), detail, fieldErrors);
+}
+
+/** The service's own name for the error (a google.rpc.ErrorInfo reason), when it gives one. */
+function safeReason(err: ConnectError): string | undefined {
+  try {
+    const reason = err.findDetails(ErrorInfoSchema).find((info) => /^[A-Z][A-Z0-9_]{0,62}$/.test(info.reason))?.reason;
+    return reason;
+  } catch {
+    return undefined;
+  }
 }
 
 function safeFindBadRequests(err: ConnectError) {

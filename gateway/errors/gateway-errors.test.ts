@@ -35,7 +35,7 @@ const rows: Row[] = [
     front: "inventory",
     request: { method: "GET", path: "/v1/shelves/1/books/2" },
     status: 404,
-    error: "not_found",
+    error: "NOT_FOUND",
   },
   {
     name: "wrong method lists the allowed ones",
@@ -55,7 +55,7 @@ const rows: Row[] = [
     front: "inventory",
     request: { method: "PUT", path: "/inventory/items" },
     status: 405,
-    error: "method_not_allowed",
+    error: "METHOD_NOT_ALLOWED",
     headers: { allow: "GET, POST" },
   },
   {
@@ -69,7 +69,7 @@ const rows: Row[] = [
     front: "inventory",
     request: { method: "POST", path: "/inventory/items", rawBody: "{", headers: { "content-type": "application/json" } },
     status: 400,
-    error: "invalid_argument",
+    error: "VALIDATION_ERROR",
   },
   {
     name: "unknown property",
@@ -113,7 +113,7 @@ const rows: Row[] = [
     front: "inventory",
     request: { method: "POST", path: "/inventory/items", body: { id: "x", colour: "red" } },
     status: 400,
-    error: "invalid_argument",
+    error: "VALIDATION_ERROR",
     detail: /"colour"/,
   },
   {
@@ -141,7 +141,7 @@ const rows: Row[] = [
       headers: { "content-type": "application/x-www-form-urlencoded" },
     },
     status: 415,
-    error: "unsupported_media_type",
+    error: "UNSUPPORTED_MEDIA_TYPE",
   },
   {
     name: "declared body over the limit",
@@ -153,7 +153,7 @@ const rows: Row[] = [
     front: "inventory",
     request: { method: "POST", path: "/inventory/items", body: { id: "x".repeat(2000) } },
     status: 413,
-    error: "payload_too_large",
+    error: "PAYLOAD_TOO_LARGE",
   },
   {
     name: "missing body",
@@ -172,7 +172,7 @@ const rows: Row[] = [
     front: "inventory",
     request: { method: "POST", path: "/inventory/items" },
     status: 400,
-    error: "invalid_argument",
+    error: "VALIDATION_ERROR",
     detail: /body is required/,
   },
   { name: "bad int", request: listBooks("pageSize=abc"), status: 400, errors: { pageSize: ["expected an integer"] }, detail: /"pageSize"/ },
@@ -272,7 +272,7 @@ const rows: Row[] = [
     front: "inventory",
     request: { method: "GET", path: "/inventory/items?page_size=ten" },
     status: 400,
-    error: "invalid_argument",
+    error: "VALIDATION_ERROR",
     detail: /"page_size"/,
   },
 ];

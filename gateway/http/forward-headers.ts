@@ -8,12 +8,22 @@ export type HeaderForwarder = (req: IncomingMessage, outgoing: Record<string, st
 // reconnecting event-stream client asks for what it missed. Nothing else by default.
 const FORWARDED = ["traceparent", "tracestate", "authorization", "x-api-key", "last-event-id"] as const;
 
+// The client's TCP address, for per-client limits: never taken from a header the client sent.
+const CLIENT_ADDRESS_HEADER = "x-meshwork-client-address";
+
 export function serviceHeaders(req: IncomingMessage, requestId: string, extra: HeaderForwarder | undefined): Record<string, string> {
-  const out: Record<string, string> = { "x-request-id": requestId };
+  const out: Record<string, string> = { "x-request-id": requestId, [CLIENT_ADDRESS_HEADER]: clientAddress(req.socket.remoteAddress) };
   for (const name of FORWARDED) {
     const value = req.headers[name];
     if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value;
   }
   extra?.(req, out);
   return out;
+}
+
+/** IPv4-mapped IPv6 (::ffff:1.2.3.4) is written as the IPv4 address it carries. */
+function clientAddress(address: string | undefined): string {
+  if (!address) return "unknown";
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return mapped ? mapped[1]! : address.toLowerCase();
 }

@@ -3,7 +3,8 @@
 import type { HttpError } from "../errors/http-error.js";
 
 // Headers that describe the resource or how to treat it, which only the service can know.
-const NAMED = new Set(["content-disposition", "cache-control", "retry-after", "location"]);
+// WWW-Authenticate tells a client refused with 401 which credential to send (RFC 9110 11.6.1).
+const NAMED = new Set(["content-disposition", "cache-control", "retry-after", "location", "www-authenticate"]);
 
 // x- headers that belong to the gateway (x-request-id is its own) or to a protocol hop.
 const RESERVED_X = new Set(["x-request-id", "x-grpc-web", "x-user-agent"]);

@@ -96,7 +96,7 @@ test("a failure mid-stream becomes a last error line", async (t) => {
   t.deepEqual(lines(res.text), [
     { id: "a", quantity: 0, tags: [] },
     { id: "b", quantity: 0, tags: [] },
-    { error: { error: "aborted", message: "stream aborted by peer" } },
+    { error: { error: "ABORTED", message: "stream aborted by peer" } },
   ]);
 });
 

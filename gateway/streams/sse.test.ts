@@ -144,7 +144,7 @@ test("a failure after the first frame ends the stream with an error event", asyn
   t.is(res.status, 200);
   t.deepEqual(framesOf(res.text), [
     ": connected\n\n",
-    `event: error\ndata: ${JSON.stringify({ error: "aborted", message: "stream aborted by peer" })}\n\n`,
+    `event: error\ndata: ${JSON.stringify({ error: "ABORTED", message: "stream aborted by peer" })}\n\n`,
   ]);
 });
 

@@ -4,13 +4,14 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { getOption } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
-import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { LibraryService } from "../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { serviceStyleOf } from "../style.js";
 import { bindingsOfRule } from "./http-rule.js";
 import { compileResponsePlan } from "./response-mapping.js";
 import { startHarness, type Harness, type Responder, type SendOptions } from "../../test/support/gateway-harness.js";
 import { codeName, httpStatusOf } from "./status-codes.js";
+import { errorCodeOf } from "../errors/to-error-message.js";
 
 let h: Harness;
 test.before(async () => {
@@ -249,28 +250,28 @@ const rows: Row[] = [
     request: getItem(fail(Code.NotFound, "item i1 not found")),
     status: 404,
     contentType: "application/json",
-    body: { error: "not_found", message: "item i1 not found" },
+    body: { error: "NOT_FOUND", message: "item i1 not found" },
   },
   {
     name: "inventory: FailedPrecondition defaults to 400",
     front: "inventory",
     request: getItem(fail(Code.FailedPrecondition, "locked")),
     status: 400,
-    body: { error: "failed_precondition", message: "locked" },
+    body: { error: "VALIDATION_ERROR", message: "locked" },
   },
   {
     name: "inventory: BadRequest details do not change the error-message shape",
     front: "inventory",
     request: getItem(fail(Code.InvalidArgument, "bad id", [["id", "must be a uuid"]])),
     status: 400,
-    body: { error: "invalid_argument", message: "bad id" },
+    body: { error: "VALIDATION_ERROR", message: "bad id" },
   },
   {
     name: "inventory: Internal hides the service's message",
     front: "inventory",
     request: getItem(fail(Code.Internal, "SELECT * FROM secret_table")),
     status: 500,
-    body: { error: "internal", message: "The service failed to handle the request." },
+    body: { error: "INTERNAL_ERROR", message: "The service failed to handle the request." },
     hidden: "secret_table",
   },
   {
@@ -278,7 +279,7 @@ const rows: Row[] = [
     front: "inventory",
     request: getItem(fail(Code.PermissionDenied, "role viewer cannot read")),
     status: 403,
-    body: { error: "permission_denied", message: "role viewer cannot read" },
+    body: { error: "FORBIDDEN", message: "role viewer cannot read" },
   },
   {
     name: "library: a set HttpBody field is the answer, raw, with its content type and the service's headers",
@@ -511,9 +512,27 @@ for (const [code, status, name] of table.filter(([c]) => c !== Code.Canceled)) {
   test(`over HTTP: ${Code[code]} → ${status}`, async (t) => {
     const res = await h.send("inventory", getItem(fail(code, "msg")));
     t.is(res.status, status);
-    t.is((res.json as { error: string }).error, name);
+    t.is((res.json as { error: string }).error, errorCodeOf(name));
   });
 }
+
+test("an ErrorInfo reason is the error-message style's code; a malformed one is ignored", async (t) => {
+  const withReason = (reason: string) =>
+    getItem(() => {
+      throw new ConnectError("no such item", Code.NotFound, undefined, [{ desc: ErrorInfoSchema, value: { reason, domain: "test" } }]);
+    });
+  const named = await h.send("inventory", withReason("ITEM_NOT_FOUND"));
+  t.is(named.status, 404);
+  t.deepEqual(named.json, { error: "ITEM_NOT_FOUND", message: "no such item" });
+  const malformed = await h.send("inventory", withReason("not a <code>"));
+  t.deepEqual(malformed.json, { error: "NOT_FOUND", message: "no such item" });
+  t.deepEqual(
+    ["invalid_argument", "unauthenticated", "permission_denied", "resource_exhausted", "internal", "not_found", "method_not_allowed"].map(
+      errorCodeOf,
+    ),
+    ["VALIDATION_ERROR", "UNAUTHORIZED", "FORBIDDEN", "RATE_LIMIT_EXCEEDED", "INTERNAL_ERROR", "NOT_FOUND", "METHOD_NOT_ALLOWED"],
+  );
+});
 
 test("a detail that cannot be decoded leaves the status and message intact", async (t) => {
   const res = await h.send(

@@ -31,7 +31,7 @@ for (const name of ["protection", "agents"]) {
     t.regex(res.headers.get("content-type") ?? "", /^application\/json/);
     t.is(res.headers.get("x-request-id"), `front-${name}`);
     const body = (await res.json()) as { error: string; message: string };
-    t.is(body.error, "not_found");
+    t.is(body.error, "NOT_FOUND");
     t.is(typeof body.message, "string");
     t.deepEqual(Object.keys(body).sort(), ["error", "message"]);
   });

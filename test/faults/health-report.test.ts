@@ -46,3 +46,28 @@ test.serial("a healthy mesh answers 200 with the same shape", async (t) => {
   t.is(body.status, "Healthy");
   t.deepEqual(Object.keys(body.checks).sort(), ["bus", "database"]);
 });
+
+test.serial("device protection: a failing check answers 503 degraded, naming which, with Retry-After", async (t) => {
+  const base = `${mesh.frontUrl("protection")}/health`;
+  const db = mesh.db!;
+  const bus = mesh.bus!;
+  const [healthyDb, healthyBus] = [db.health, bus.health];
+  t.teardown(() => {
+    db.health = healthyDb;
+    bus.health = healthyBus;
+  });
+  db.health = async () => ({ ok: false, detail: "connect ECONNREFUSED 10.1.2.3:5432" });
+  const dbDown = await fetch(base);
+  t.is(dbDown.status, 503);
+  t.truthy(dbDown.headers.get("retry-after"));
+  const text = await dbDown.text();
+  t.deepEqual({ ...JSON.parse(text), version: "v" }, { status: "degraded", version: "v", db: "error", cache: "ok" });
+  t.false(text.includes("10.1.2.3"));
+  db.health = healthyDb;
+  bus.health = async () => ({ ok: false, detail: "nats down" });
+  const busDown = await fetch(base);
+  t.is(busDown.status, 503);
+  t.like(await busDown.json(), { status: "degraded", db: "ok", cache: "error" });
+  bus.health = healthyBus;
+  t.like(await (await fetch(base)).json(), { status: "ok", db: "ok", cache: "ok" });
+});

@@ -4,6 +4,7 @@ import { create, createFileRegistry, setExtension, type DescService } from "@buf
 import { FileDescriptorProtoSchema, MethodOptionsSchema, file_google_protobuf_empty } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, createRouterTransport, type Interceptor } from "@connectrpc/connect";
 import test from "ava";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckResponse_ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
 import { AuthKind, AuthPolicySchema, auth } from "../../../gen/meshwork/api/v1/options_pb.js";
 import { DeviceService } from "../../../gen/tracking/v1/device_pb.js";
@@ -328,4 +329,38 @@ test("a module can plug in a bearer verifier with its own roles", async (t) => {
   t.is((await codeOf(probe.ping({ authorization: "Bearer good-viewer" }))).code, Code.PermissionDenied);
   await probe.ping({ authorization: "Bearer good-admin" });
   t.deepEqual(probe.seen, [{ authenticated: true, name: "alice", role: "admin", scheme: "bearer" }]);
+});
+
+test("a bearer 401 says which credential to send, with the codes the verifier names", async (t) => {
+  const refusalOf = async (call: Promise<unknown>) => {
+    try {
+      await call;
+    } catch (err) {
+      return ConnectError.from(err);
+    }
+    throw new Error("the call succeeded");
+  };
+  const service = serviceWithPolicy(AuthKind.BEARER, "");
+  const verify = () => undefined;
+  const named = probeClient(
+    service,
+    guarding({ bearer: { roles: ["user"], reasons: { missing: "NO_TOKEN", invalid: "BAD_TOKEN" }, verify } }, [service]),
+  );
+  const missing = await refusalOf(named.ping());
+  t.is(missing.code, Code.Unauthenticated);
+  t.is(missing.metadata.get("www-authenticate"), "Bearer");
+  t.deepEqual(
+    missing.findDetails(ErrorInfoSchema).map((info) => info.reason),
+    ["NO_TOKEN"],
+  );
+  const invalid = await refusalOf(named.ping({ authorization: "Bearer nope" }));
+  t.is(invalid.metadata.get("www-authenticate"), 'Bearer error="invalid_token"');
+  t.deepEqual(
+    invalid.findDetails(ErrorInfoSchema).map((info) => info.reason),
+    ["BAD_TOKEN"],
+  );
+  const plain = probeClient(service, guarding({ bearer: { roles: ["user"], verify } }, [service]));
+  const unnamed = await refusalOf(plain.ping());
+  t.is(unnamed.metadata.get("www-authenticate"), "Bearer");
+  t.deepEqual(unnamed.findDetails(ErrorInfoSchema), [], "no code of its own without reasons");
 });

@@ -1,6 +1,7 @@
 // Server interceptor: enforces each rpc's contract auth policy (see policy.ts) in one place, and
 // runs the handler with the caller's identity in scope (currentIdentity(), ctx.values).
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { wrapStream } from "../host/interceptors/wrap-stream.js";
 import type { ApiKeyStore } from "./api-key-store.js";
@@ -21,6 +22,11 @@ type AnyRequest = Parameters<Next>[0];
 export interface BearerVerifier {
   /** The roles tokens carry, lowest first. */
   readonly roles: RoleRanking;
+  /**
+   * The codes a refusal names (a google.rpc.ErrorInfo reason, which error-message fronts write as
+   * `error`): no token at all, and a token that does not verify. Unset: the status alone.
+   */
+  readonly reasons?: { readonly missing: string; readonly invalid: string };
   /** The identity the token stands for, or undefined when it is not valid (never throw for that). */
   verify(token: string, call: { method: DescMethod; header: Headers }): Promise<Identity | undefined> | Identity | undefined;
 }
@@ -50,6 +56,16 @@ export function rejectedCredentialError(scheme: "api-key" | "bearer"): ConnectEr
   return scheme === "api-key"
     ? new ConnectError("unknown API key", Code.Unauthenticated)
     : new ConnectError("invalid bearer token", Code.Unauthenticated);
+}
+
+/**
+ * A bearer 401: it says which credential to send (WWW-Authenticate, RFC 6750) and, when the
+ * verifier names one, the code of the refusal.
+ */
+export function bearerRefusal(message: string, reason: string | undefined, invalid: boolean): ConnectError {
+  const challenge = invalid ? 'Bearer error="invalid_token"' : "Bearer";
+  const details = reason ? [{ desc: ErrorInfoSchema, value: { reason, domain: "meshwork" } }] : undefined;
+  return new ConnectError(message, Code.Unauthenticated, { "www-authenticate": challenge }, details);
 }
 
 function presentedApiKey(header: Headers): string | undefined {
@@ -144,10 +160,11 @@ export function authInterceptor(options: AuthInterceptorOptions): Interceptor {
         }
         const token = presentedBearer(header);
         if (token === undefined) {
-          return refuse(method, new ConnectError("missing bearer token: send it as Authorization: Bearer <token>", Code.Unauthenticated));
+          const message = "missing bearer token: send it as Authorization: Bearer <token>";
+          return refuse(method, bearerRefusal(message, bearer.reasons?.missing, false));
         }
         const found = await bearer.verify(token, { method, header });
-        if (!found?.authenticated) return refuse(method, rejectedCredentialError("bearer"));
+        if (!found?.authenticated) return refuse(method, bearerRefusal("invalid bearer token", bearer.reasons?.invalid, true));
         if (!roleSatisfies(bearer.roles, found.role ?? "", policy.role)) {
           return refuse(method, new ConnectError(`this operation needs the role ${policy.role}`, Code.PermissionDenied), found.name);
         }

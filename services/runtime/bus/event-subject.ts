@@ -3,6 +3,8 @@
 // option fails there, not at the first publish.
 import { getOption, hasOption, type DescFile, type DescMessage } from "@bufbuild/protobuf";
 import { event } from "../../../gen/meshwork/api/v1/options_pb.js";
+import { subjectMatches } from "./subject-match.js";
+import type { StreamDefinition } from "./types.js";
 
 /** `<service>.v1.<entity>.<past-tense verb>`: lower-case words joined by `_`. */
 export const eventSubjectPattern = /^([a-z][a-z0-9]*)\.v1\.([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)$/;
@@ -26,4 +28,25 @@ export function subjectOf(schema: DescMessage): string {
 /** Every event message of an events.proto with its subject; throws for a message without one. */
 export function eventSubjectsOf(file: DescFile): Map<DescMessage, string> {
   return new Map(file.messages.map((message) => [message, subjectOf(message)]));
+}
+
+/**
+ * The subjects of a module's events under the names its code uses for them (`subjects.orderPlaced`),
+ * after checking that every event message of `file` falls inside `stream`: one outside it would
+ * never be stored, so it stops the process when the module loads.
+ */
+export function streamSubjects<const Events extends Record<string, DescMessage>>(
+  file: DescFile,
+  stream: StreamDefinition,
+  events: Events,
+): { readonly [Name in keyof Events]: string } {
+  const declared = eventSubjectsOf(file);
+  for (const [message, subject] of declared) {
+    if (!stream.subjects.some((pattern) => subjectMatches(pattern, subject))) {
+      throw new Error(`${message.typeName}: subject ${subject} is outside the ${stream.name} stream (${stream.subjects.join(", ")})`);
+    }
+  }
+  return Object.fromEntries(Object.entries(events).map(([name, schema]) => [name, subjectOf(schema)])) as {
+    readonly [Name in keyof Events]: string;
+  };
 }

@@ -3,7 +3,7 @@ export { openBus } from "./open-bus.js";
 export { createMemoryBus, type MemoryBusOptions } from "./memory-bus.js";
 export { connectNatsBus } from "./nats-bus.js";
 export { subjectMatches, subjectsOverlap } from "./subject-match.js";
-export { eventSubjectPattern, eventSubjectsOf, subjectOf } from "./event-subject.js";
+export { eventSubjectPattern, eventSubjectsOf, streamSubjects, subjectOf } from "./event-subject.js";
 export type {
   BusHealth,
   BusMessage,

@@ -64,6 +64,10 @@ export const runtimeSettings = z.object({
   services: z.object({
     host: setting.string({ default: "127.0.0.1", description: "Address the service host (gRPC, gRPC-web, Connect on h2c) binds to." }),
     port: setting.port({ default: 9090, description: "Port of the service host; 0 picks a free port." }),
+    trustedProxies: setting.string({
+      description:
+        "Comma-separated addresses of gateways whose calls to the service host carry the REST client's address (for per-client limits); any other caller counts as the client itself.",
+    }),
   }),
   fronts: z.object({
     host: setting.string({

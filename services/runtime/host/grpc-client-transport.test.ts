@@ -185,7 +185,7 @@ test("server stream: a deadline on an open stream ends it with DeadlineExceeded,
   const seen: number[] = [];
   const error = await t.throwsAsync(
     (async () => {
-      for await (const event of library().watchShelf({ shelfId: 22n, limit: -1 }, { timeoutMs: 1_500 })) seen.push(event.sequence);
+      for await (const event of library().watchShelf({ shelfId: 22n, limit: -1 }, { timeoutMs: 2_000 })) seen.push(event.sequence);
     })(),
     { instanceOf: ConnectError },
   );

@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ServiceRoutes } from "./build-routes.js";
+import { CLIENT_ADDRESS_HEADER, clientAddressFor, normalizeAddress } from "./client-address.js";
 import { createGrpcStreamHandler, type GrpcStreamHandler } from "./grpc-stream-handler.js";
 import type { HealthRegistry } from "./health/health-registry.js";
 import type { Logger } from "./logger.js";
@@ -25,6 +26,11 @@ export interface StartServiceHostOptions {
   readonly logger: Logger;
   /** How long close() lets in-flight calls finish before cancelling them. Default 10 s. */
   readonly shutdownGraceMs?: number;
+  /**
+   * Peers (gateways) whose x-meshwork-client-address is believed; every other caller's is
+   * replaced by its own TCP address.
+   */
+  readonly trustedProxies?: readonly string[];
 }
 
 export interface ServiceHost {
@@ -41,7 +47,8 @@ export async function startServiceHost(options: StartServiceHostOptions): Promis
   // Every running call links its signal to this one: more than ten at once is load, not a leak.
   setMaxListeners(0, shutdown.signal);
   const server = http2.createServer(connectNodeAdapter({ routes, shutdownSignal: shutdown.signal }));
-  takeGrpcStreams(server, createGrpcStreamHandler({ routes, logger, shutdownSignal: shutdown.signal }));
+  const trusted = new Set((options.trustedProxies ?? []).map(normalizeAddress));
+  takeGrpcStreams(server, createGrpcStreamHandler({ routes, logger, shutdownSignal: shutdown.signal }), trusted);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
     sessions.add(session);
@@ -96,12 +103,14 @@ export async function startServiceHost(options: StartServiceHostOptions): Promis
  * listener turns every stream into a request and a response through one "stream" listener of its
  * own; the gRPC streams now bypass it and the others still go through it.
  */
-function takeGrpcStreams(server: http2.Http2Server, grpc: GrpcStreamHandler): void {
+function takeGrpcStreams(server: http2.Http2Server, grpc: GrpcStreamHandler, trusted: ReadonlySet<string>): void {
   const compat = server.listeners("stream");
   if (compat.length !== 1) throw new Error(`expected Node's one http2 compatibility listener, found ${compat.length}`);
   const toRequest = compat[0] as (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => void;
   server.removeListener("stream", toRequest);
   server.on("stream", (stream, headers, ...rest: unknown[]) => {
+    // Both paths read the call's metadata from this object: the client address is set here once.
+    headers[CLIENT_ADDRESS_HEADER] = clientAddressFor(stream.session?.socket?.remoteAddress, headers[CLIENT_ADDRESS_HEADER], trusted);
     if (!grpc(stream, headers)) toRequest.call(server, stream, headers, ...rest);
   });
 }

@@ -1,9 +1,11 @@
 // How a service describes itself to the process that hosts it (service-module.ts).
 export {
+  type CommandDeps,
   defineModule,
   type FrontDeclaration,
   isProtected,
   type ModuleAuth,
+  type ModuleCommand,
   type ModuleDeps,
   type ModuleRuntime,
   type ModuleTelemetry,

@@ -62,6 +62,25 @@ export interface ModuleTelemetry {
   consoleSpanScopes?: readonly string[];
 }
 
+/** What a module's command is given: its settings and the configured database, nothing served. */
+export interface CommandDeps<Settings = unknown> {
+  settings: Settings;
+  db: Database;
+  /** Wakes nothing: events the command records wait in the outbox for the next relay. */
+  outbox: { notify(): void };
+  logger: Logger;
+}
+
+/** An administrative command, run as `meshwork <module> <name> [args]` on the configured database. */
+export interface ModuleCommand<Settings = unknown> {
+  name: string;
+  /** The arguments as the help shows them, e.g. "EMAIL user|admin". */
+  usage: string;
+  description: string;
+  /** Answers the line to print; a ConfigError for bad arguments (exit code 2). */
+  run(args: readonly string[], deps: CommandDeps<Settings>): Promise<string>;
+}
+
 /** Background work with a start and a stop (relays, schedulers, durable consumers). */
 export interface Worker {
   name: string;
@@ -96,6 +115,8 @@ export interface ServiceModule<S extends SettingsSchema = SettingsSchema> {
   telemetry?: ModuleTelemetry;
   /** Builds the handlers and starts the module's workers. */
   start(deps: ModuleDeps<SettingsOf<S>>): Promise<ModuleRuntime>;
+  /** Administrative commands (`meshwork <module> <command> ...`). */
+  commands?: readonly ModuleCommand<SettingsOf<S>>[];
 }
 
 export interface ModuleRuntime {

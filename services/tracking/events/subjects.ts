@@ -23,7 +23,7 @@ import {
   SpeedAlertRaisedSchema,
   WebhookTestRequestedSchema,
 } from "../../../gen/tracking/v1/events_pb.js";
-import { eventSubjectsOf, subjectMatches, type StreamDefinition } from "../../runtime/bus/index.js";
+import { type StreamDefinition, streamSubjects } from "../../runtime/bus/index.js";
 
 export const trackingStream: StreamDefinition = { name: "TRACKING", subjects: [`${file_tracking_v1_events.proto.package}.>`] };
 
@@ -49,16 +49,5 @@ export const trackingEvents = {
   webhookTestRequested: WebhookTestRequestedSchema,
 } as const;
 
-const declared = eventSubjectsOf(file_tracking_v1_events);
-for (const [message, subject] of declared) {
-  if (!trackingStream.subjects.some((pattern) => subjectMatches(pattern, subject))) {
-    throw new Error(
-      `${message.typeName}: subject ${subject} is outside the ${trackingStream.name} stream (${trackingStream.subjects.join(", ")})`,
-    );
-  }
-}
-
 /** Each event's subject, under the same name as in trackingEvents (e.g. `subjects.breachDetected`). */
-export const subjects = Object.fromEntries(Object.entries(trackingEvents).map(([name, schema]) => [name, declared.get(schema)!])) as {
-  readonly [Name in keyof typeof trackingEvents]: string;
-};
+export const subjects = streamSubjects(file_tracking_v1_events, trackingStream, trackingEvents);

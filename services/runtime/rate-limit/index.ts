@@ -1,0 +1,11 @@
+// Rate limits shared by every instance through PostgreSQL: a table per module and a limiter over it.
+export { rateLimitTable, type RateLimitTable } from "./rate-limit-table.js";
+export {
+  createRateLimiter,
+  digestKey,
+  type RateLimitDecision,
+  type RateLimiter,
+  type RateLimiterOptions,
+  type RateLimitRule,
+  windowOf,
+} from "./rate-limiter.js";
