@@ -45,7 +45,8 @@ const disabledError = "endpoint disabled after answering 410 Gone";
  * One pending delivery per endpoint for an event, unless the event is already there (a
  * redelivery), the endpoint is disabled, or the event is not in this database's outbox: a NATS
  * server shared by several deployments carries their events on one stream, and only our own
- * are ours to deliver (`outboxRow`: the row of a bundled event, from its `outbox-row` header).
+ * are ours to deliver (`outboxRow`: the row of a bundled event, from its `outbox-row` header; a
+ * bundle published in part keeps only its unpublished ids, so the row is what is checked).
  * Returns how many rows were created.
  */
 export async function insertDeliveries(
@@ -61,7 +62,7 @@ export async function insertDeliveries(
        ("id", "event_id", "endpoint_key", "endpoint", "event_type", "webhook_id", "body", "status", "attempt_count", "next_attempt_at", "created_at", "updated_at")
      select gen_random_uuid(), ?::uuid, e.key, e.endpoint, ?, ?, ?, 'pending', 0, now(), now(), now()
      from (values ${values}) as e(key, endpoint)
-     where exists (select 1 from "outbox_event" o where o."id" = ?::uuid and (o."id" = ?::uuid or ?::uuid = any(o."event_ids")))
+     where exists (select 1 from "outbox_event" where "id" = ?::uuid)
        and not exists (select 1 from "${t.endpoint}" s where s."endpoint_key" = e.key and s."disabled_at" is not null)
      on conflict ("event_id", "endpoint_key") do nothing
      returning "id"`,
