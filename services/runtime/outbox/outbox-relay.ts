@@ -1,5 +1,6 @@
-// Publishes committed outbox rows to the bus in creation order (a bundle's events in its order) and marks them published. Woken by notify()
-// after a commit, and polling as well, so an event committed just before a crash goes out on the next start.
+// Publishes committed outbox rows to the bus in creation order (a bundle's events in its order) and
+// marks them published. Woken by notify() after a commit, and polling as well, so an event committed
+// just before a crash goes out on the next start.
 import type { EventBus } from "../bus/index.js";
 import type { Database, Logger } from "../database/index.js";
 import { joinBundle, splitBundle } from "./bundle.js";
@@ -52,7 +53,7 @@ interface PendingEvent {
   payload: Uint8Array;
 }
 
-/** Published as a header on a bundle's events but its first: the row that carried them. */
+/** Published on every bundled event whose id is not its row's: the row that carried it. */
 export const OUTBOX_ROW_HEADER = "outbox-row";
 
 interface BatchResult {
