@@ -2,8 +2,8 @@
 // @generated from file protection/v1/auth.proto (package protection.v1, syntax proto3)
 /* eslint-disable */
 
-// Registration, login, token refresh and logout, at /v1/auth, and the public keys of the access
-// tokens at /.well-known/jwks.json.
+// Registration, login, token refresh, logout and the password reset by mail, at /v1/auth, and the
+// public keys of the access tokens at /.well-known/jwks.json.
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file protection/v1/auth.proto.
  */
 export const file_protection_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("Chhwcm90ZWN0aW9uL3YxL2F1dGgucHJvdG8SDXByb3RlY3Rpb24udjEiVwoPUmVnaXN0ZXJSZXF1ZXN0EhIKBWVtYWlsGAEgASgJQgPgQQISFQoIcGFzc3dvcmQYAiABKAlCA+BBAhIZCgxkaXNwbGF5X25hbWUYAyABKAlCA+BBAiJLChBSZWdpc3RlclJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJIjkKDExvZ2luUmVxdWVzdBISCgVlbWFpbBgBIAEoCUID4EECEhUKCHBhc3N3b3JkGAIgASgJQgPgQQIiLAoOUmVmcmVzaFJlcXVlc3QSGgoNcmVmcmVzaF90b2tlbhgBIAEoCUID4EECIkwKCVRva2VuUGFpchIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRISCgpleHBpcmVzX2luGAMgASgFIg8KDUxvZ291dFJlcXVlc3QiEAoOTG9nb3V0UmVzcG9uc2UiEAoOR2V0Sndrc1JlcXVlc3QiUQoDSndrEgsKA2t0eRgBIAEoCRILCgNjcnYYAiABKAkSCQoBeBgDIAEoCRILCgNraWQYBCABKAkSCwoDdXNlGAUgASgJEgsKA2FsZxgGIAEoCSIoCgRKd2tzEiAKBGtleXMYASADKAsyEi5wcm90ZWN0aW9uLnYxLkp3azKTBAoLQXV0aFNlcnZpY2USbgoIUmVnaXN0ZXISHi5wcm90ZWN0aW9uLnYxLlJlZ2lzdGVyUmVxdWVzdBofLnByb3RlY3Rpb24udjEuUmVnaXN0ZXJSZXNwb25zZSIhyPMYyQGC0+STAhY6ASoiES92MS9hdXRoL3JlZ2lzdGVyElkKBUxvZ2luEhsucHJvdGVjdGlvbi52MS5Mb2dpblJlcXVlc3QaGC5wcm90ZWN0aW9uLnYxLlRva2VuUGFpciIZgtPkkwITOgEqIg4vdjEvYXV0aC9sb2dpbhJfCgdSZWZyZXNoEh0ucHJvdGVjdGlvbi52MS5SZWZyZXNoUmVxdWVzdBoYLnByb3RlY3Rpb24udjEuVG9rZW5QYWlyIhuC0+STAhU6ASoiEC92MS9hdXRoL3JlZnJlc2gSaQoGTG9nb3V0EhwucHJvdGVjdGlvbi52MS5Mb2dvdXRSZXF1ZXN0Gh0ucHJvdGVjdGlvbi52MS5Mb2dvdXRSZXNwb25zZSIiyPMYzAHS8xgCCAOC0+STAhEiDy92MS9hdXRoL2xvZ291dBJdCgdHZXRKd2tzEh0ucHJvdGVjdGlvbi52MS5HZXRKd2tzUmVxdWVzdBoTLnByb3RlY3Rpb24udjEuSndrcyIegtPkkwIYEhYvLndlbGwta25vd24vandrcy5qc29uGg7K8xgECAIQAtLzGAIIAWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_meshwork_api_v1_options]);
+  fileDesc("Chhwcm90ZWN0aW9uL3YxL2F1dGgucHJvdG8SDXByb3RlY3Rpb24udjEiVwoPUmVnaXN0ZXJSZXF1ZXN0EhIKBWVtYWlsGAEgASgJQgPgQQISFQoIcGFzc3dvcmQYAiABKAlCA+BBAhIZCgxkaXNwbGF5X25hbWUYAyABKAlCA+BBAiJLChBSZWdpc3RlclJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJIjkKDExvZ2luUmVxdWVzdBISCgVlbWFpbBgBIAEoCUID4EECEhUKCHBhc3N3b3JkGAIgASgJQgPgQQIiLAoOUmVmcmVzaFJlcXVlc3QSGgoNcmVmcmVzaF90b2tlbhgBIAEoCUID4EECIkwKCVRva2VuUGFpchIUCgxhY2Nlc3NfdG9rZW4YASABKAkSFQoNcmVmcmVzaF90b2tlbhgCIAEoCRISCgpleHBpcmVzX2luGAMgASgFIisKFUZvcmdvdFBhc3N3b3JkUmVxdWVzdBISCgVlbWFpbBgBIAEoCUID4EECIikKFkZvcmdvdFBhc3N3b3JkUmVzcG9uc2USDwoHbWVzc2FnZRgBIAEoCSJFChRSZXNldFBhc3N3b3JkUmVxdWVzdBISCgV0b2tlbhgBIAEoCUID4EECEhkKDG5ld19wYXNzd29yZBgCIAEoCUID4EECIigKFVJlc2V0UGFzc3dvcmRSZXNwb25zZRIPCgdtZXNzYWdlGAEgASgJIg8KDUxvZ291dFJlcXVlc3QiEAoOTG9nb3V0UmVzcG9uc2UiEAoOR2V0Sndrc1JlcXVlc3QiUQoDSndrEgsKA2t0eRgBIAEoCRILCgNjcnYYAiABKAkSCQoBeBgDIAEoCRILCgNraWQYBCABKAkSCwoDdXNlGAUgASgJEgsKA2FsZxgGIAEoCSIoCgRKd2tzEiAKBGtleXMYASADKAsyEi5wcm90ZWN0aW9uLnYxLkp3azKYBgoLQXV0aFNlcnZpY2USbgoIUmVnaXN0ZXISHi5wcm90ZWN0aW9uLnYxLlJlZ2lzdGVyUmVxdWVzdBofLnByb3RlY3Rpb24udjEuUmVnaXN0ZXJSZXNwb25zZSIhyPMYyQGC0+STAhY6ASoiES92MS9hdXRoL3JlZ2lzdGVyElkKBUxvZ2luEhsucHJvdGVjdGlvbi52MS5Mb2dpblJlcXVlc3QaGC5wcm90ZWN0aW9uLnYxLlRva2VuUGFpciIZgtPkkwITOgEqIg4vdjEvYXV0aC9sb2dpbhJfCgdSZWZyZXNoEh0ucHJvdGVjdGlvbi52MS5SZWZyZXNoUmVxdWVzdBoYLnByb3RlY3Rpb24udjEuVG9rZW5QYWlyIhuC0+STAhU6ASoiEC92MS9hdXRoL3JlZnJlc2gSaQoGTG9nb3V0EhwucHJvdGVjdGlvbi52MS5Mb2dvdXRSZXF1ZXN0Gh0ucHJvdGVjdGlvbi52MS5Mb2dvdXRSZXNwb25zZSIiyPMYzAHS8xgCCAOC0+STAhEiDy92MS9hdXRoL2xvZ291dBKCAQoORm9yZ290UGFzc3dvcmQSJC5wcm90ZWN0aW9uLnYxLkZvcmdvdFBhc3N3b3JkUmVxdWVzdBolLnByb3RlY3Rpb24udjEuRm9yZ290UGFzc3dvcmRSZXNwb25zZSIjgtPkkwIdOgEqIhgvdjEvYXV0aC9mb3Jnb3QtcGFzc3dvcmQSfgoNUmVzZXRQYXNzd29yZBIjLnByb3RlY3Rpb24udjEuUmVzZXRQYXNzd29yZFJlcXVlc3QaJC5wcm90ZWN0aW9uLnYxLlJlc2V0UGFzc3dvcmRSZXNwb25zZSIigtPkkwIcOgEqIhcvdjEvYXV0aC9yZXNldC1wYXNzd29yZBJdCgdHZXRKd2tzEh0ucHJvdGVjdGlvbi52MS5HZXRKd2tzUmVxdWVzdBoTLnByb3RlY3Rpb24udjEuSndrcyIegtPkkwIYEhYvLndlbGwta25vd24vandrcy5qc29uGg7K8xgECAIQAtLzGAIIAWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_meshwork_api_v1_options]);
 
 /**
  * @generated from message protection.v1.RegisterRequest
@@ -145,6 +145,83 @@ export const TokenPairSchema: GenMessage<TokenPair> = /*@__PURE__*/
   messageDesc(file_protection_v1_auth, 4);
 
 /**
+ * @generated from message protection.v1.ForgotPasswordRequest
+ */
+export type ForgotPasswordRequest = Message<"protection.v1.ForgotPasswordRequest"> & {
+  /**
+   * @generated from field: string email = 1;
+   */
+  email: string;
+};
+
+/**
+ * Describes the message protection.v1.ForgotPasswordRequest.
+ * Use `create(ForgotPasswordRequestSchema)` to create a new message.
+ */
+export const ForgotPasswordRequestSchema: GenMessage<ForgotPasswordRequest> = /*@__PURE__*/
+  messageDesc(file_protection_v1_auth, 5);
+
+/**
+ * @generated from message protection.v1.ForgotPasswordResponse
+ */
+export type ForgotPasswordResponse = Message<"protection.v1.ForgotPasswordResponse"> & {
+  /**
+   * The same text for every address.
+   *
+   * @generated from field: string message = 1;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message protection.v1.ForgotPasswordResponse.
+ * Use `create(ForgotPasswordResponseSchema)` to create a new message.
+ */
+export const ForgotPasswordResponseSchema: GenMessage<ForgotPasswordResponse> = /*@__PURE__*/
+  messageDesc(file_protection_v1_auth, 6);
+
+/**
+ * @generated from message protection.v1.ResetPasswordRequest
+ */
+export type ResetPasswordRequest = Message<"protection.v1.ResetPasswordRequest"> & {
+  /**
+   * `rst_` + 64 hex characters, from the reset mail.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * @generated from field: string new_password = 2;
+   */
+  newPassword: string;
+};
+
+/**
+ * Describes the message protection.v1.ResetPasswordRequest.
+ * Use `create(ResetPasswordRequestSchema)` to create a new message.
+ */
+export const ResetPasswordRequestSchema: GenMessage<ResetPasswordRequest> = /*@__PURE__*/
+  messageDesc(file_protection_v1_auth, 7);
+
+/**
+ * @generated from message protection.v1.ResetPasswordResponse
+ */
+export type ResetPasswordResponse = Message<"protection.v1.ResetPasswordResponse"> & {
+  /**
+   * @generated from field: string message = 1;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message protection.v1.ResetPasswordResponse.
+ * Use `create(ResetPasswordResponseSchema)` to create a new message.
+ */
+export const ResetPasswordResponseSchema: GenMessage<ResetPasswordResponse> = /*@__PURE__*/
+  messageDesc(file_protection_v1_auth, 8);
+
+/**
  * @generated from message protection.v1.LogoutRequest
  */
 export type LogoutRequest = Message<"protection.v1.LogoutRequest"> & {
@@ -155,7 +232,7 @@ export type LogoutRequest = Message<"protection.v1.LogoutRequest"> & {
  * Use `create(LogoutRequestSchema)` to create a new message.
  */
 export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
-  messageDesc(file_protection_v1_auth, 5);
+  messageDesc(file_protection_v1_auth, 9);
 
 /**
  * @generated from message protection.v1.LogoutResponse
@@ -168,7 +245,7 @@ export type LogoutResponse = Message<"protection.v1.LogoutResponse"> & {
  * Use `create(LogoutResponseSchema)` to create a new message.
  */
 export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
-  messageDesc(file_protection_v1_auth, 6);
+  messageDesc(file_protection_v1_auth, 10);
 
 /**
  * @generated from message protection.v1.GetJwksRequest
@@ -181,7 +258,7 @@ export type GetJwksRequest = Message<"protection.v1.GetJwksRequest"> & {
  * Use `create(GetJwksRequestSchema)` to create a new message.
  */
 export const GetJwksRequestSchema: GenMessage<GetJwksRequest> = /*@__PURE__*/
-  messageDesc(file_protection_v1_auth, 7);
+  messageDesc(file_protection_v1_auth, 11);
 
 /**
  * An Ed25519 public key (RFC 8037).
@@ -235,7 +312,7 @@ export type Jwk = Message<"protection.v1.Jwk"> & {
  * Use `create(JwkSchema)` to create a new message.
  */
 export const JwkSchema: GenMessage<Jwk> = /*@__PURE__*/
-  messageDesc(file_protection_v1_auth, 8);
+  messageDesc(file_protection_v1_auth, 12);
 
 /**
  * @generated from message protection.v1.Jwks
@@ -252,12 +329,13 @@ export type Jwks = Message<"protection.v1.Jwks"> & {
  * Use `create(JwksSchema)` to create a new message.
  */
 export const JwksSchema: GenMessage<Jwks> = /*@__PURE__*/
-  messageDesc(file_protection_v1_auth, 9);
+  messageDesc(file_protection_v1_auth, 13);
 
 /**
  * Errors name their code in a google.rpc.ErrorInfo reason: EMAIL_ALREADY_EXISTS (409),
- * INVALID_CREDENTIALS, INVALID_REFRESH_TOKEN, TOKEN_FAMILY_REVOKED, INVALID_TOKEN, UNAUTHORIZED
- * (401, with WWW-Authenticate: Bearer), RATE_LIMIT_EXCEEDED (429, with Retry-After).
+ * INVALID_CREDENTIALS, INVALID_REFRESH_TOKEN, TOKEN_FAMILY_REVOKED, INVALID_RESET_TOKEN,
+ * INVALID_TOKEN, UNAUTHORIZED (401, with WWW-Authenticate: Bearer), RATE_LIMIT_EXCEEDED (429, with
+ * Retry-After).
  *
  * @generated from service protection.v1.AuthService
  */
@@ -305,6 +383,32 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof LogoutRequestSchema;
     output: typeof LogoutResponseSchema;
+  },
+  /**
+   * Always the same 200, whether or not an account holds the address: for one that does, a reset
+   * token is made (the newest supersedes the others) and mailed, queued in the same transaction.
+   * Limited per e-mail, known or not (Protection:RateLimits:ForgotPassword); open while the
+   * e-mail's logins are locked.
+   *
+   * @generated from rpc protection.v1.AuthService.ForgotPassword
+   */
+  forgotPassword: {
+    methodKind: "unary";
+    input: typeof ForgotPasswordRequestSchema;
+    output: typeof ForgotPasswordResponseSchema;
+  },
+  /**
+   * Sets a new password with a mailed reset token, which is used up. Unknown, used, expired or
+   * superseded tokens: 401 INVALID_RESET_TOKEN; a refused new password (400 naming new_password,
+   * the rules of Register) leaves the token usable. Revokes every token family of the account and
+   * lifts its login lock. Limited per client address (Protection:RateLimits:ResetPassword).
+   *
+   * @generated from rpc protection.v1.AuthService.ResetPassword
+   */
+  resetPassword: {
+    methodKind: "unary";
+    input: typeof ResetPasswordRequestSchema;
+    output: typeof ResetPasswordResponseSchema;
   },
   /**
    * The public keys access tokens are signed with (RFC 7517).

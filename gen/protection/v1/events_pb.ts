@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file protection/v1/events.proto.
  */
 export const file_protection_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Chpwcm90ZWN0aW9uL3YxL2V2ZW50cy5wcm90bxINcHJvdGVjdGlvbi52MSKgAQoRQWNjb3VudFJlZ2lzdGVyZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFjY291bnRfaWQYAyABKAkSDAoEcm9sZRgEIAEoCTomyvMYIgogcHJvdGVjdGlvbi52MS5hY2NvdW50LnJlZ2lzdGVyZWQiowEKDkFjY291bnRVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphY2NvdW50X2lkGAMgASgJEhUKDWVtYWlsX2NoYW5nZWQYBCABKAg6I8rzGB8KHXByb3RlY3Rpb24udjEuYWNjb3VudC51cGRhdGVkIroBChJBY2NvdW50Um9sZUNoYW5nZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFjY291bnRfaWQYAyABKAkSDAoEcm9sZRgEIAEoCRIVCg1wcmV2aW91c19yb2xlGAUgASgJOijK8xgkCiJwcm90ZWN0aW9uLnYxLmFjY291bnQucm9sZV9jaGFuZ2VkIukBChJUb2tlbkZhbWlseVJldm9rZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFjY291bnRfaWQYAyABKAkSCwoDc2lkGAQgASgJEg4KBnJlYXNvbhgFIAEoCRI1ChFhY2Nlc3NfZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXA6KMrzGCQKInByb3RlY3Rpb24udjEudG9rZW5fZmFtaWx5LnJldm9rZWRiBnByb3RvMw", [file_google_protobuf_timestamp, file_meshwork_api_v1_options]);
+  fileDesc("Chpwcm90ZWN0aW9uL3YxL2V2ZW50cy5wcm90bxINcHJvdGVjdGlvbi52MSKgAQoRQWNjb3VudFJlZ2lzdGVyZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFjY291bnRfaWQYAyABKAkSDAoEcm9sZRgEIAEoCTomyvMYIgogcHJvdGVjdGlvbi52MS5hY2NvdW50LnJlZ2lzdGVyZWQiowEKDkFjY291bnRVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphY2NvdW50X2lkGAMgASgJEhUKDWVtYWlsX2NoYW5nZWQYBCABKAg6I8rzGB8KHXByb3RlY3Rpb24udjEuYWNjb3VudC51cGRhdGVkIroBChJBY2NvdW50Um9sZUNoYW5nZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFjY291bnRfaWQYAyABKAkSDAoEcm9sZRgEIAEoCRIVCg1wcmV2aW91c19yb2xlGAUgASgJOijK8xgkCiJwcm90ZWN0aW9uLnYxLmFjY291bnQucm9sZV9jaGFuZ2VkIukBChJUb2tlbkZhbWlseVJldm9rZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmFjY291bnRfaWQYAyABKAkSCwoDc2lkGAQgASgJEg4KBnJlYXNvbhgFIAEoCRI1ChFhY2Nlc3NfZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXA6KMrzGCQKInByb3RlY3Rpb24udjEudG9rZW5fZmFtaWx5LnJldm9rZWQimQEKFEFjY291bnRQYXNzd29yZFJlc2V0EhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphY2NvdW50X2lkGAMgASgJOirK8xgmCiRwcm90ZWN0aW9uLnYxLmFjY291bnQucGFzc3dvcmRfcmVzZXQi4AEKDlBhcnRuZXJJbnZpdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpwYXJ0bmVyX2lkGAMgASgJEhoKEmludml0ZXJfYWNjb3VudF9pZBgEIAEoCRIfChJpbnZpdGVlX2FjY291bnRfaWQYBSABKAlIAIgBATojyvMYHwodcHJvdGVjdGlvbi52MS5wYXJ0bmVyLmludml0ZWRCFQoTX2ludml0ZWVfYWNjb3VudF9pZCLGAQoPUGFydG5lckFjY2VwdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpwYXJ0bmVyX2lkGAMgASgJEhoKEmludml0ZXJfYWNjb3VudF9pZBgEIAEoCRIaChJpbnZpdGVlX2FjY291bnRfaWQYBSABKAk6JMrzGCAKHnByb3RlY3Rpb24udjEucGFydG5lci5hY2NlcHRlZCKVAgoOUGFydG5lclJlbW92ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnBhcnRuZXJfaWQYAyABKAkSGgoSaW52aXRlcl9hY2NvdW50X2lkGAQgASgJEh8KEmludml0ZWVfYWNjb3VudF9pZBgFIAEoCUgAiAEBEh0KFXJlbW92ZWRfYnlfYWNjb3VudF9pZBgGIAEoCRIUCgx3YXNfYWNjZXB0ZWQYByABKAg6I8rzGB8KHXByb3RlY3Rpb24udjEucGFydG5lci5yZW1vdmVkQhUKE19pbnZpdGVlX2FjY291bnRfaWQirwEKE09yZ2FuaXphdGlvbkNyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD29yZ2FuaXphdGlvbl9pZBgDIAEoCRISCgphY2NvdW50X2lkGAQgASgJOijK8xgkCiJwcm90ZWN0aW9uLnYxLm9yZ2FuaXphdGlvbi5jcmVhdGVkIq8BChNPcmdhbml6YXRpb25VcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9vcmdhbml6YXRpb25faWQYAyABKAkSEgoKYWNjb3VudF9pZBgEIAEoCTooyvMYJAoicHJvdGVjdGlvbi52MS5vcmdhbml6YXRpb24udXBkYXRlZCKvAQoTT3JnYW5pemF0aW9uRGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPb3JnYW5pemF0aW9uX2lkGAMgASgJEhIKCmFjY291bnRfaWQYBCABKAk6KMrzGCQKInByb3RlY3Rpb24udjEub3JnYW5pemF0aW9uLmRlbGV0ZWQihgIKF09yZ2FuaXphdGlvbk1lbWJlckFkZGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9vcmdhbml6YXRpb25faWQYAyABKAkSEQoJbWVtYmVyX2lkGAQgASgJEhIKCmFjY291bnRfaWQYBSABKAkSDAoEcm9sZRgGIAEoCRIOCgZzdGF0dXMYByABKAkSGwoTYWRkZWRfYnlfYWNjb3VudF9pZBgIIAEoCTotyvMYKQoncHJvdGVjdGlvbi52MS5vcmdhbml6YXRpb24ubWVtYmVyX2FkZGVkIrwCChlPcmdhbml6YXRpb25NZW1iZXJVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9vcmdhbml6YXRpb25faWQYAyABKAkSEQoJbWVtYmVyX2lkGAQgASgJEhIKCmFjY291bnRfaWQYBSABKAkSDAoEcm9sZRgGIAEoCRIVCg1wcmV2aW91c19yb2xlGAcgASgJEg4KBnN0YXR1cxgIIAEoCRIXCg9wcmV2aW91c19zdGF0dXMYCSABKAkSHQoVdXBkYXRlZF9ieV9hY2NvdW50X2lkGAogASgJOi/K8xgrCilwcm90ZWN0aW9uLnYxLm9yZ2FuaXphdGlvbi5tZW1iZXJfdXBkYXRlZCLuAQoZT3JnYW5pemF0aW9uTWVtYmVyUmVtb3ZlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPb3JnYW5pemF0aW9uX2lkGAMgASgJEhEKCW1lbWJlcl9pZBgEIAEoCRISCgphY2NvdW50X2lkGAUgASgJEh0KFXJlbW92ZWRfYnlfYWNjb3VudF9pZBgGIAEoCTovyvMYKwopcHJvdGVjdGlvbi52MS5vcmdhbml6YXRpb24ubWVtYmVyX3JlbW92ZWQi9wEKGE9yZ2FuaXphdGlvblRva2VuQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPb3JnYW5pemF0aW9uX2lkGAMgASgJEhAKCHRva2VuX2lkGAQgASgJEgwKBHRpZXIYBSABKAkSEAoIbWF4X3VzZXMYBiABKAUSHQoVY3JlYXRlZF9ieV9hY2NvdW50X2lkGAcgASgJOi7K8xgqCihwcm90ZWN0aW9uLnYxLm9yZ2FuaXphdGlvbi50b2tlbl9jcmVhdGVkIucBChhPcmdhbml6YXRpb25Ub2tlblJldm9rZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD29yZ2FuaXphdGlvbl9pZBgDIAEoCRIQCgh0b2tlbl9pZBgEIAEoCRIdChVyZXZva2VkX2J5X2FjY291bnRfaWQYBSABKAkSDgoGcmVhc29uGAYgASgJOi7K8xgqCihwcm90ZWN0aW9uLnYxLm9yZ2FuaXphdGlvbi50b2tlbl9yZXZva2VkIpgCChlPcmdhbml6YXRpb25Ub2tlblJlZGVlbWVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9vcmdhbml6YXRpb25faWQYAyABKAkSEAoIdG9rZW5faWQYBCABKAkSDAoEdXNlcxgFIAEoBRIQCghtYXhfdXNlcxgGIAEoBRISCgphY2NvdW50X2lkGAcgASgJEhEKCWRldmljZV9pZBgIIAEoCRIVCg1lbnJvbGxtZW50X2lkGAkgASgJOi/K8xgrCilwcm90ZWN0aW9uLnYxLm9yZ2FuaXphdGlvbi50b2tlbl9yZWRlZW1lZCKDAgoaT3JnYW5pemF0aW9uRGV2aWNlQXNzaWduZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD29yZ2FuaXphdGlvbl9pZBgDIAEoCRIRCglkZXZpY2VfaWQYBCABKAkSEgoKYWNjb3VudF9pZBgFIAEoCRIeChZhc3NpZ25lZF9ieV9hY2NvdW50X2lkGAYgASgJEhAKCHRva2VuX2lkGAcgASgJOjDK8xgsCipwcm90ZWN0aW9uLnYxLm9yZ2FuaXphdGlvbi5kZXZpY2VfYXNzaWduZWQihwIKHE9yZ2FuaXphdGlvbkRldmljZVVuYXNzaWduZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD29yZ2FuaXphdGlvbl9pZBgDIAEoCRIRCglkZXZpY2VfaWQYBCABKAkSEgoKYWNjb3VudF9pZBgFIAEoCRIgChh1bmFzc2lnbmVkX2J5X2FjY291bnRfaWQYBiABKAkSDgoGcmVhc29uGAcgASgJOjLK8xguCixwcm90ZWN0aW9uLnYxLm9yZ2FuaXphdGlvbi5kZXZpY2VfdW5hc3NpZ25lZCLoAQoQRGV2aWNlUmVnaXN0ZXJlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZGV2aWNlX2lkGAMgASgJEhIKCmFjY291bnRfaWQYBCABKAkSFQoNZW5yb2xsbWVudF9pZBgFIAEoCRIQCghwbGF0Zm9ybRgGIAEoCRIaChJjZXJ0aWZpY2F0ZV9zZXJpYWwYByABKAk6JcrzGCEKH3Byb3RlY3Rpb24udjEuZGV2aWNlLnJlZ2lzdGVyZWQitAEKDURldmljZURlbGV0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRldmljZV9pZBgDIAEoCRISCgphY2NvdW50X2lkGAQgASgJEhUKDWVucm9sbG1lbnRfaWQYBSABKAk6IsrzGB4KHHByb3RlY3Rpb24udjEuZGV2aWNlLmRlbGV0ZWQi+QEKFURldmljZUhlYXJ0YmVhdE1pc3NlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZGV2aWNlX2lkGAMgASgJEhIKCmFjY291bnRfaWQYBCABKAkSFQoNZW5yb2xsbWVudF9pZBgFIAEoCRIyCg5sYXN0X2hlYXJ0YmVhdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXA6K8rzGCcKJXByb3RlY3Rpb24udjEuZGV2aWNlLmhlYXJ0YmVhdF9taXNzZWQi9QEKGERldmljZUNlcnRpZmljYXRlUmVuZXdlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZGV2aWNlX2lkGAMgASgJEhIKCmFjY291bnRfaWQYBCABKAkSGgoSY2VydGlmaWNhdGVfc2VyaWFsGAUgASgJEiMKG3ByZXZpb3VzX2NlcnRpZmljYXRlX3NlcmlhbBgGIAEoCTouyvMYKgoocHJvdGVjdGlvbi52MS5kZXZpY2UuY2VydGlmaWNhdGVfcmVuZXdlZCKTAgoRRW5yb2xsbWVudENyZWF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWVucm9sbG1lbnRfaWQYAyABKAkSDAoEdGllchgEIAEoCRISCgpjcmVhdGVkX2J5GAUgASgJEhIKCmFjY291bnRfaWQYBiABKAkSGgoScGFydG5lcl9hY2NvdW50X2lkGAcgASgJEhEKCWRldmljZV9pZBgIIAEoCRIXCg9vcmdhbml6YXRpb25faWQYCSABKAk6JsrzGCIKIHByb3RlY3Rpb24udjEuZW5yb2xsbWVudC5jcmVhdGVkIs4BChNFbnJvbGxtZW50QWN0aXZhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1lbnJvbGxtZW50X2lkGAMgASgJEhEKCWRldmljZV9pZBgEIAEoCRISCgphY2NvdW50X2lkGAUgASgJEgwKBHRpZXIYBiABKAk6KMrzGCQKInByb3RlY3Rpb24udjEuZW5yb2xsbWVudC5hY3RpdmF0ZWQiqQEKEUVucm9sbG1lbnRVcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1lbnJvbGxtZW50X2lkGAMgASgJEhIKCnVwZGF0ZWRfYnkYBCABKAk6JsrzGCIKIHByb3RlY3Rpb24udjEuZW5yb2xsbWVudC51cGRhdGVkIv8BChtFbnJvbGxtZW50VW5lbnJvbGxSZXF1ZXN0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWVucm9sbG1lbnRfaWQYAyABKAkSEgoKYWNjb3VudF9pZBgEIAEoCRIOCgZzdGF0dXMYBSABKAkSLwoLZWxpZ2libGVfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wOjHK8xgtCitwcm90ZWN0aW9uLnYxLmVucm9sbG1lbnQudW5lbnJvbGxfcmVxdWVzdGVkIucBChRFbnJvbGxtZW50VW5lbnJvbGxlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNZW5yb2xsbWVudF9pZBgDIAEoCRIRCglkZXZpY2VfaWQYBCABKAkSEgoKYWNjb3VudF9pZBgFIAEoCRIOCgZyZWFzb24YBiABKAkSEwoLYXBwcm92ZWRfYnkYByABKAk6KcrzGCUKI3Byb3RlY3Rpb24udjEuZW5yb2xsbWVudC51bmVucm9sbGVkIuUBChFCbG9ja2xpc3RDb21waWxlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHdmVyc2lvbhgDIAEoBRITCgtlbnRyeV9jb3VudBgEIAEoBRITCgthZGRlZF9jb3VudBgFIAEoBRIVCg1yZW1vdmVkX2NvdW50GAYgASgFEhMKC2xpc3Rfc2hhMjU2GAcgASgJOibK8xgiCiBwcm90ZWN0aW9uLnYxLmJsb2NrbGlzdC5jb21waWxlZCL7AQoVQmxvY2tsaXN0RW50cnlDcmVhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghlbnRyeV9pZBgDIAEoCRIOCgZkb21haW4YBCABKAkSDgoGcmVhc29uGAUgASgJEhAKCGNhdGVnb3J5GAYgASgJEhsKDnJldmlld19pdGVtX2lkGAcgASgJSACIAQE6K8rzGCcKJXByb3RlY3Rpb24udjEuYmxvY2tsaXN0X2VudHJ5LmNyZWF0ZWRCEQoPX3Jldmlld19pdGVtX2lkIssBChVCbG9ja2xpc3RFbnRyeVVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGVudHJ5X2lkGAMgASgJEg4KBmRvbWFpbhgEIAEoCRIOCgZyZWFzb24YBSABKAkSEAoIY2F0ZWdvcnkYBiABKAk6K8rzGCcKJXByb3RlY3Rpb24udjEuYmxvY2tsaXN0X2VudHJ5LnVwZGF0ZWQiqQEKFUJsb2NrbGlzdEVudHJ5RGVsZXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZW50cnlfaWQYAyABKAkSDgoGZG9tYWluGAQgASgJOivK8xgnCiVwcm90ZWN0aW9uLnYxLmJsb2NrbGlzdF9lbnRyeS5kZWxldGVkIs8BChJSZXZpZXdJdGVtUmVwb3J0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnJldmlld19pdGVtX2lkGAMgASgJEg4KBmRvbWFpbhgEIAEoCRIOCgZzb3VyY2UYBSABKAkSFAoMcmVwb3J0X2NvdW50GAYgASgFOijK8xgkCiJwcm90ZWN0aW9uLnYxLnJldmlld19pdGVtLnJlcG9ydGVkIrsBChJSZXZpZXdJdGVtQXBwcm92ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDnJldmlld19pdGVtX2lkGAMgASgJEg4KBmRvbWFpbhgEIAEoCRIQCghlbnRyeV9pZBgFIAEoCTooyvMYJAoicHJvdGVjdGlvbi52MS5yZXZpZXdfaXRlbS5hcHByb3ZlZCKpAQoSUmV2aWV3SXRlbVJlamVjdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5yZXZpZXdfaXRlbV9pZBgDIAEoCRIOCgZkb21haW4YBCABKAk6KMrzGCQKInByb3RlY3Rpb24udjEucmV2aWV3X2l0ZW0ucmVqZWN0ZWQi2gEKElJldmlld0l0ZW1EZWZlcnJlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOcmV2aWV3X2l0ZW1faWQYAyABKAkSDgoGZG9tYWluGAQgASgJEi8KC2RlZmVyX3VudGlsGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcDooyvMYJAoicHJvdGVjdGlvbi52MS5yZXZpZXdfaXRlbS5kZWZlcnJlZCLcAQoTQXBwU2lnbmF0dXJlQ3JlYXRlZBIQCghldmVudF9pZBgBIAEoCRIvCgtvY2N1cnJlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGAoQYXBwX3NpZ25hdHVyZV9pZBgDIAEoCRIQCghwbGF0Zm9ybRgEIAEoCRIXCg9pZGVudGlmaWVyX3R5cGUYBSABKAkSEgoKaWRlbnRpZmllchgGIAEoCTopyvMYJQojcHJvdGVjdGlvbi52MS5hcHBfc2lnbmF0dXJlLmNyZWF0ZWQi3AEKE0FwcFNpZ25hdHVyZVVwZGF0ZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGFwcF9zaWduYXR1cmVfaWQYAyABKAkSEAoIcGxhdGZvcm0YBCABKAkSFwoPaWRlbnRpZmllcl90eXBlGAUgASgJEhIKCmlkZW50aWZpZXIYBiABKAk6KcrzGCUKI3Byb3RlY3Rpb24udjEuYXBwX3NpZ25hdHVyZS51cGRhdGVkIp0BChNBcHBTaWduYXR1cmVEZWxldGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYChBhcHBfc2lnbmF0dXJlX2lkGAMgASgJOinK8xglCiNwcm90ZWN0aW9uLnYxLmFwcF9zaWduYXR1cmUuZGVsZXRlZCKkAQoRVG9yRXhpdHNSZWZyZXNoZWQSEAoIZXZlbnRfaWQYASABKAkSLwoLb2NjdXJyZWRfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmV4aXRfY291bnQYAyABKAUSDwoHY2hhbmdlZBgEIAEoCDonyvMYIwohcHJvdGVjdGlvbi52MS50b3JfZXhpdHMucmVmcmVzaGVkIusBChNTdWJzY3JpcHRpb25VcGRhdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgphY2NvdW50X2lkGAMgASgJEhcKD3N1YnNjcmlwdGlvbl9pZBgEIAEoCRIMCgRwbGFuGAUgASgJEg4KBnN0YXR1cxgGIAEoCRIcChRjYW5jZWxfYXRfcGVyaW9kX2VuZBgHIAEoCDooyvMYJAoicHJvdGVjdGlvbi52MS5zdWJzY3JpcHRpb24udXBkYXRlZCKNAgoSRXZlbnRCYXRjaEluZ2VzdGVkEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkZXZpY2VfaWQYAyABKAkSEgoKYWNjb3VudF9pZBgEIAEoCRIVCg1lbnJvbGxtZW50X2lkGAUgASgJEhAKCGFjY2VwdGVkGAYgASgFEg4KBnN0b3JlZBgHIAEoBRITCgtibG9ja19jb3VudBgIIAEoBRIVCg10YW1wZXJfYWxlcnRzGAkgASgFOijK8xgkCiJwcm90ZWN0aW9uLnYxLmV2ZW50X2JhdGNoLmluZ2VzdGVkYgZwcm90bzM", [file_google_protobuf_timestamp, file_meshwork_api_v1_options]);
 
 /**
  * An account was registered.
@@ -177,4 +177,1750 @@ export type TokenFamilyRevoked = Message<"protection.v1.TokenFamilyRevoked"> & {
  */
 export const TokenFamilyRevokedSchema: GenMessage<TokenFamilyRevoked> = /*@__PURE__*/
   messageDesc(file_protection_v1_events, 3);
+
+/**
+ * An account's password was set with a reset token; every token family of the account was revoked
+ * (each with its own token_family.revoked) and its login lock lifted.
+ *
+ * @generated from message protection.v1.AccountPasswordReset
+ */
+export type AccountPasswordReset = Message<"protection.v1.AccountPasswordReset"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string account_id = 3;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message protection.v1.AccountPasswordReset.
+ * Use `create(AccountPasswordResetSchema)` to create a new message.
+ */
+export const AccountPasswordResetSchema: GenMessage<AccountPasswordReset> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 4);
+
+/**
+ * An account invited an address to be its accountability partner.
+ *
+ * @generated from message protection.v1.PartnerInvited
+ */
+export type PartnerInvited = Message<"protection.v1.PartnerInvited"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * The relationship.
+   *
+   * @generated from field: string partner_id = 3;
+   */
+  partnerId: string;
+
+  /**
+   * @generated from field: string inviter_account_id = 4;
+   */
+  inviterAccountId: string;
+
+  /**
+   * The account holding the invited address, when one did at invitation.
+   *
+   * @generated from field: optional string invitee_account_id = 5;
+   */
+  inviteeAccountId?: string | undefined;
+};
+
+/**
+ * Describes the message protection.v1.PartnerInvited.
+ * Use `create(PartnerInvitedSchema)` to create a new message.
+ */
+export const PartnerInvitedSchema: GenMessage<PartnerInvited> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 5);
+
+/**
+ * The invitee accepted: the two accounts are partners.
+ *
+ * @generated from message protection.v1.PartnerAccepted
+ */
+export type PartnerAccepted = Message<"protection.v1.PartnerAccepted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string partner_id = 3;
+   */
+  partnerId: string;
+
+  /**
+   * @generated from field: string inviter_account_id = 4;
+   */
+  inviterAccountId: string;
+
+  /**
+   * @generated from field: string invitee_account_id = 5;
+   */
+  inviteeAccountId: string;
+};
+
+/**
+ * Describes the message protection.v1.PartnerAccepted.
+ * Use `create(PartnerAcceptedSchema)` to create a new message.
+ */
+export const PartnerAcceptedSchema: GenMessage<PartnerAccepted> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 6);
+
+/**
+ * Either side removed a relationship, pending or accepted.
+ *
+ * @generated from message protection.v1.PartnerRemoved
+ */
+export type PartnerRemoved = Message<"protection.v1.PartnerRemoved"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string partner_id = 3;
+   */
+  partnerId: string;
+
+  /**
+   * @generated from field: string inviter_account_id = 4;
+   */
+  inviterAccountId: string;
+
+  /**
+   * Unset when the invited address never reached an account.
+   *
+   * @generated from field: optional string invitee_account_id = 5;
+   */
+  inviteeAccountId?: string | undefined;
+
+  /**
+   * Who removed it: the inviter or the invitee.
+   *
+   * @generated from field: string removed_by_account_id = 6;
+   */
+  removedByAccountId: string;
+
+  /**
+   * Whether it had been accepted.
+   *
+   * @generated from field: bool was_accepted = 7;
+   */
+  wasAccepted: boolean;
+};
+
+/**
+ * Describes the message protection.v1.PartnerRemoved.
+ * Use `create(PartnerRemovedSchema)` to create a new message.
+ */
+export const PartnerRemovedSchema: GenMessage<PartnerRemoved> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 7);
+
+/**
+ * An organization was created; its creator is its first owner.
+ *
+ * @generated from message protection.v1.OrganizationCreated
+ */
+export type OrganizationCreated = Message<"protection.v1.OrganizationCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * The creator.
+   *
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationCreated.
+ * Use `create(OrganizationCreatedSchema)` to create a new message.
+ */
+export const OrganizationCreatedSchema: GenMessage<OrganizationCreated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 8);
+
+/**
+ * An organization's name or description changed.
+ *
+ * @generated from message protection.v1.OrganizationUpdated
+ */
+export type OrganizationUpdated = Message<"protection.v1.OrganizationUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * Who changed it.
+   *
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationUpdated.
+ * Use `create(OrganizationUpdatedSchema)` to create a new message.
+ */
+export const OrganizationUpdatedSchema: GenMessage<OrganizationUpdated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 9);
+
+/**
+ * An organization was deleted with its members; its tokens were revoked first (each with its own
+ * organization.token_revoked); its enrollments are kept.
+ *
+ * @generated from message protection.v1.OrganizationDeleted
+ */
+export type OrganizationDeleted = Message<"protection.v1.OrganizationDeleted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * Who deleted it.
+   *
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationDeleted.
+ * Use `create(OrganizationDeletedSchema)` to create a new message.
+ */
+export const OrganizationDeletedSchema: GenMessage<OrganizationDeleted> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 10);
+
+/**
+ * A member was added: active when the address had an account, else invited.
+ *
+ * @generated from message protection.v1.OrganizationMemberAdded
+ */
+export type OrganizationMemberAdded = Message<"protection.v1.OrganizationMemberAdded"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string member_id = 4;
+   */
+  memberId: string;
+
+  /**
+   * The member's account; empty while invited.
+   *
+   * @generated from field: string account_id = 5;
+   */
+  accountId: string;
+
+  /**
+   * owner, admin or member.
+   *
+   * @generated from field: string role = 6;
+   */
+  role: string;
+
+  /**
+   * active or invited.
+   *
+   * @generated from field: string status = 7;
+   */
+  status: string;
+
+  /**
+   * Who added the member (for an organization's creator, the creator).
+   *
+   * @generated from field: string added_by_account_id = 8;
+   */
+  addedByAccountId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationMemberAdded.
+ * Use `create(OrganizationMemberAddedSchema)` to create a new message.
+ */
+export const OrganizationMemberAddedSchema: GenMessage<OrganizationMemberAdded> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 11);
+
+/**
+ * A member's role changed, or an invited address registered and joined (status active).
+ *
+ * @generated from message protection.v1.OrganizationMemberUpdated
+ */
+export type OrganizationMemberUpdated = Message<"protection.v1.OrganizationMemberUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string member_id = 4;
+   */
+  memberId: string;
+
+  /**
+   * The member's account; empty while invited.
+   *
+   * @generated from field: string account_id = 5;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string role = 6;
+   */
+  role: string;
+
+  /**
+   * @generated from field: string previous_role = 7;
+   */
+  previousRole: string;
+
+  /**
+   * @generated from field: string status = 8;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string previous_status = 9;
+   */
+  previousStatus: string;
+
+  /**
+   * Who changed the role; empty when the member joined by registering.
+   *
+   * @generated from field: string updated_by_account_id = 10;
+   */
+  updatedByAccountId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationMemberUpdated.
+ * Use `create(OrganizationMemberUpdatedSchema)` to create a new message.
+ */
+export const OrganizationMemberUpdatedSchema: GenMessage<OrganizationMemberUpdated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 12);
+
+/**
+ * A member was removed or left.
+ *
+ * @generated from message protection.v1.OrganizationMemberRemoved
+ */
+export type OrganizationMemberRemoved = Message<"protection.v1.OrganizationMemberRemoved"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string member_id = 4;
+   */
+  memberId: string;
+
+  /**
+   * The member's account; empty for an invitation withdrawn.
+   *
+   * @generated from field: string account_id = 5;
+   */
+  accountId: string;
+
+  /**
+   * Who removed the member (the member itself when it left).
+   *
+   * @generated from field: string removed_by_account_id = 6;
+   */
+  removedByAccountId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationMemberRemoved.
+ * Use `create(OrganizationMemberRemovedSchema)` to create a new message.
+ */
+export const OrganizationMemberRemovedSchema: GenMessage<OrganizationMemberRemoved> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 13);
+
+/**
+ * A bulk enrollment token was created (the token itself never travels).
+ *
+ * @generated from message protection.v1.OrganizationTokenCreated
+ */
+export type OrganizationTokenCreated = Message<"protection.v1.OrganizationTokenCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string token_id = 4;
+   */
+  tokenId: string;
+
+  /**
+   * self, partner or authority.
+   *
+   * @generated from field: string tier = 5;
+   */
+  tier: string;
+
+  /**
+   * @generated from field: int32 max_uses = 6;
+   */
+  maxUses: number;
+
+  /**
+   * @generated from field: string created_by_account_id = 7;
+   */
+  createdByAccountId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationTokenCreated.
+ * Use `create(OrganizationTokenCreatedSchema)` to create a new message.
+ */
+export const OrganizationTokenCreatedSchema: GenMessage<OrganizationTokenCreated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 14);
+
+/**
+ * A bulk enrollment token was revoked: by an owner or admin, or with its organization.
+ *
+ * @generated from message protection.v1.OrganizationTokenRevoked
+ */
+export type OrganizationTokenRevoked = Message<"protection.v1.OrganizationTokenRevoked"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string token_id = 4;
+   */
+  tokenId: string;
+
+  /**
+   * @generated from field: string revoked_by_account_id = 5;
+   */
+  revokedByAccountId: string;
+
+  /**
+   * "revoked", or "organization_deleted".
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationTokenRevoked.
+ * Use `create(OrganizationTokenRevokedSchema)` to create a new message.
+ */
+export const OrganizationTokenRevokedSchema: GenMessage<OrganizationTokenRevoked> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 15);
+
+/**
+ * One use of a bulk enrollment token was counted.
+ *
+ * @generated from message protection.v1.OrganizationTokenRedeemed
+ */
+export type OrganizationTokenRedeemed = Message<"protection.v1.OrganizationTokenRedeemed"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string token_id = 4;
+   */
+  tokenId: string;
+
+  /**
+   * Uses counted so far, this one included.
+   *
+   * @generated from field: int32 uses = 5;
+   */
+  uses: number;
+
+  /**
+   * @generated from field: int32 max_uses = 6;
+   */
+  maxUses: number;
+
+  /**
+   * The redeeming account, device and enrollment, when the caller names them.
+   *
+   * @generated from field: string account_id = 7;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string device_id = 8;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string enrollment_id = 9;
+   */
+  enrollmentId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationTokenRedeemed.
+ * Use `create(OrganizationTokenRedeemedSchema)` to create a new message.
+ */
+export const OrganizationTokenRedeemedSchema: GenMessage<OrganizationTokenRedeemed> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 16);
+
+/**
+ * A device was assigned to an organization: by an owner or admin, or at its registration with
+ * one of the organization's tokens.
+ *
+ * @generated from message protection.v1.OrganizationDeviceAssigned
+ */
+export type OrganizationDeviceAssigned = Message<"protection.v1.OrganizationDeviceAssigned"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string device_id = 4;
+   */
+  deviceId: string;
+
+  /**
+   * The device's owner.
+   *
+   * @generated from field: string account_id = 5;
+   */
+  accountId: string;
+
+  /**
+   * The owner or admin who assigned it, or the account that redeemed the token.
+   *
+   * @generated from field: string assigned_by_account_id = 6;
+   */
+  assignedByAccountId: string;
+
+  /**
+   * The organization token redeemed, when the device was assigned at its registration; else empty.
+   *
+   * @generated from field: string token_id = 7;
+   */
+  tokenId: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationDeviceAssigned.
+ * Use `create(OrganizationDeviceAssignedSchema)` to create a new message.
+ */
+export const OrganizationDeviceAssignedSchema: GenMessage<OrganizationDeviceAssigned> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 17);
+
+/**
+ * A device left an organization.
+ *
+ * @generated from message protection.v1.OrganizationDeviceUnassigned
+ */
+export type OrganizationDeviceUnassigned = Message<"protection.v1.OrganizationDeviceUnassigned"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string organization_id = 3;
+   */
+  organizationId: string;
+
+  /**
+   * @generated from field: string device_id = 4;
+   */
+  deviceId: string;
+
+  /**
+   * The device's owner.
+   *
+   * @generated from field: string account_id = 5;
+   */
+  accountId: string;
+
+  /**
+   * The owner or admin who unassigned it, deleted the organization, or the owner who deleted the device.
+   *
+   * @generated from field: string unassigned_by_account_id = 6;
+   */
+  unassignedByAccountId: string;
+
+  /**
+   * "unassigned", "organization_deleted" or "device_deleted".
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message protection.v1.OrganizationDeviceUnassigned.
+ * Use `create(OrganizationDeviceUnassignedSchema)` to create a new message.
+ */
+export const OrganizationDeviceUnassignedSchema: GenMessage<OrganizationDeviceUnassigned> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 18);
+
+/**
+ * A device registered with an enrollment token and got its certificate.
+ *
+ * @generated from message protection.v1.DeviceRegistered
+ */
+export type DeviceRegistered = Message<"protection.v1.DeviceRegistered"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string device_id = 3;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string enrollment_id = 5;
+   */
+  enrollmentId: string;
+
+  /**
+   * @generated from field: string platform = 6;
+   */
+  platform: string;
+
+  /**
+   * Serial of the certificate issued, lower-case hex.
+   *
+   * @generated from field: string certificate_serial = 7;
+   */
+  certificateSerial: string;
+};
+
+/**
+ * Describes the message protection.v1.DeviceRegistered.
+ * Use `create(DeviceRegisteredSchema)` to create a new message.
+ */
+export const DeviceRegisteredSchema: GenMessage<DeviceRegistered> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 19);
+
+/**
+ * A device record was deleted by its owner; its certificate was revoked, its enrollment kept.
+ *
+ * @generated from message protection.v1.DeviceDeleted
+ */
+export type DeviceDeleted = Message<"protection.v1.DeviceDeleted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string device_id = 3;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string enrollment_id = 5;
+   */
+  enrollmentId: string;
+};
+
+/**
+ * Describes the message protection.v1.DeviceDeleted.
+ * Use `create(DeviceDeletedSchema)` to create a new message.
+ */
+export const DeviceDeletedSchema: GenMessage<DeviceDeleted> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 20);
+
+/**
+ * A device missed 3 heartbeat intervals and turned offline; one per outage.
+ *
+ * @generated from message protection.v1.DeviceHeartbeatMissed
+ */
+export type DeviceHeartbeatMissed = Message<"protection.v1.DeviceHeartbeatMissed"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string device_id = 3;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string enrollment_id = 5;
+   */
+  enrollmentId: string;
+
+  /**
+   * Its last heartbeat; unset when it never sent one.
+   *
+   * @generated from field: google.protobuf.Timestamp last_heartbeat = 6;
+   */
+  lastHeartbeat?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message protection.v1.DeviceHeartbeatMissed.
+ * Use `create(DeviceHeartbeatMissedSchema)` to create a new message.
+ */
+export const DeviceHeartbeatMissedSchema: GenMessage<DeviceHeartbeatMissed> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 21);
+
+/**
+ * A device got a new certificate; the previous one was revoked.
+ *
+ * @generated from message protection.v1.DeviceCertificateRenewed
+ */
+export type DeviceCertificateRenewed = Message<"protection.v1.DeviceCertificateRenewed"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string device_id = 3;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string certificate_serial = 5;
+   */
+  certificateSerial: string;
+
+  /**
+   * @generated from field: string previous_certificate_serial = 6;
+   */
+  previousCertificateSerial: string;
+};
+
+/**
+ * Describes the message protection.v1.DeviceCertificateRenewed.
+ * Use `create(DeviceCertificateRenewedSchema)` to create a new message.
+ */
+export const DeviceCertificateRenewedSchema: GenMessage<DeviceCertificateRenewed> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 22);
+
+/**
+ * An enrollment was created with its token (the token itself is never in an event).
+ *
+ * @generated from message protection.v1.EnrollmentCreated
+ */
+export type EnrollmentCreated = Message<"protection.v1.EnrollmentCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string enrollment_id = 3;
+   */
+  enrollmentId: string;
+
+  /**
+   * @generated from field: string tier = 4;
+   */
+  tier: string;
+
+  /**
+   * @generated from field: string created_by = 5;
+   */
+  createdBy: string;
+
+  /**
+   * The enrollee when known (self and partner tiers).
+   *
+   * @generated from field: string account_id = 6;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string partner_account_id = 7;
+   */
+  partnerAccountId: string;
+
+  /**
+   * @generated from field: string device_id = 8;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string organization_id = 9;
+   */
+  organizationId: string;
+};
+
+/**
+ * Describes the message protection.v1.EnrollmentCreated.
+ * Use `create(EnrollmentCreatedSchema)` to create a new message.
+ */
+export const EnrollmentCreatedSchema: GenMessage<EnrollmentCreated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 23);
+
+/**
+ * A device redeemed an enrollment's token: the enrollment is active.
+ *
+ * @generated from message protection.v1.EnrollmentActivated
+ */
+export type EnrollmentActivated = Message<"protection.v1.EnrollmentActivated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string enrollment_id = 3;
+   */
+  enrollmentId: string;
+
+  /**
+   * @generated from field: string device_id = 4;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string account_id = 5;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string tier = 6;
+   */
+  tier: string;
+};
+
+/**
+ * Describes the message protection.v1.EnrollmentActivated.
+ * Use `create(EnrollmentActivatedSchema)` to create a new message.
+ */
+export const EnrollmentActivatedSchema: GenMessage<EnrollmentActivated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 24);
+
+/**
+ * An enrollment's protection, reporting or unenroll delay changed.
+ *
+ * @generated from message protection.v1.EnrollmentUpdated
+ */
+export type EnrollmentUpdated = Message<"protection.v1.EnrollmentUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string enrollment_id = 3;
+   */
+  enrollmentId: string;
+
+  /**
+   * The account that changed it.
+   *
+   * @generated from field: string updated_by = 4;
+   */
+  updatedBy: string;
+};
+
+/**
+ * Describes the message protection.v1.EnrollmentUpdated.
+ * Use `create(EnrollmentUpdatedSchema)` to create a new message.
+ */
+export const EnrollmentUpdatedSchema: GenMessage<EnrollmentUpdated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 25);
+
+/**
+ * The enrollee asked to leave: "pending_delay" (completes at eligible_at) or "pending_approval".
+ *
+ * @generated from message protection.v1.EnrollmentUnenrollRequested
+ */
+export type EnrollmentUnenrollRequested = Message<"protection.v1.EnrollmentUnenrollRequested"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string enrollment_id = 3;
+   */
+  enrollmentId: string;
+
+  /**
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string status = 5;
+   */
+  status: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp eligible_at = 6;
+   */
+  eligibleAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message protection.v1.EnrollmentUnenrollRequested.
+ * Use `create(EnrollmentUnenrollRequestedSchema)` to create a new message.
+ */
+export const EnrollmentUnenrollRequestedSchema: GenMessage<EnrollmentUnenrollRequested> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 26);
+
+/**
+ * An enrollment was unenrolled: its device's certificate is revoked and its config turned off.
+ *
+ * @generated from message protection.v1.EnrollmentUnenrolled
+ */
+export type EnrollmentUnenrolled = Message<"protection.v1.EnrollmentUnenrolled"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string enrollment_id = 3;
+   */
+  enrollmentId: string;
+
+  /**
+   * @generated from field: string device_id = 4;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string account_id = 5;
+   */
+  accountId: string;
+
+  /**
+   * "time_delay" (completed by the server at eligible_at) or "approved".
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * Who approved it, for "approved".
+   *
+   * @generated from field: string approved_by = 7;
+   */
+  approvedBy: string;
+};
+
+/**
+ * Describes the message protection.v1.EnrollmentUnenrolled.
+ * Use `create(EnrollmentUnenrolledSchema)` to create a new message.
+ */
+export const EnrollmentUnenrolledSchema: GenMessage<EnrollmentUnenrolled> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 27);
+
+/**
+ * A compilation published a new blocklist version.
+ *
+ * @generated from message protection.v1.BlocklistCompiled
+ */
+export type BlocklistCompiled = Message<"protection.v1.BlocklistCompiled"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 version = 3;
+   */
+  version: number;
+
+  /**
+   * @generated from field: int32 entry_count = 4;
+   */
+  entryCount: number;
+
+  /**
+   * @generated from field: int32 added_count = 5;
+   */
+  addedCount: number;
+
+  /**
+   * @generated from field: int32 removed_count = 6;
+   */
+  removedCount: number;
+
+  /**
+   * @generated from field: string list_sha256 = 7;
+   */
+  listSha256: string;
+};
+
+/**
+ * Describes the message protection.v1.BlocklistCompiled.
+ * Use `create(BlocklistCompiledSchema)` to create a new message.
+ */
+export const BlocklistCompiledSchema: GenMessage<BlocklistCompiled> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 28);
+
+/**
+ * An admin (or an approval) added a blocklist entry; listed at the next compilation.
+ *
+ * @generated from message protection.v1.BlocklistEntryCreated
+ */
+export type BlocklistEntryCreated = Message<"protection.v1.BlocklistEntryCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string entry_id = 3;
+   */
+  entryId: string;
+
+  /**
+   * @generated from field: string domain = 4;
+   */
+  domain: string;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string category = 6;
+   */
+  category: string;
+
+  /**
+   * The review item whose approval made it, if any.
+   *
+   * @generated from field: optional string review_item_id = 7;
+   */
+  reviewItemId?: string | undefined;
+};
+
+/**
+ * Describes the message protection.v1.BlocklistEntryCreated.
+ * Use `create(BlocklistEntryCreatedSchema)` to create a new message.
+ */
+export const BlocklistEntryCreatedSchema: GenMessage<BlocklistEntryCreated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 29);
+
+/**
+ * An entry's reason, category or notes changed.
+ *
+ * @generated from message protection.v1.BlocklistEntryUpdated
+ */
+export type BlocklistEntryUpdated = Message<"protection.v1.BlocklistEntryUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string entry_id = 3;
+   */
+  entryId: string;
+
+  /**
+   * @generated from field: string domain = 4;
+   */
+  domain: string;
+
+  /**
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string category = 6;
+   */
+  category: string;
+};
+
+/**
+ * Describes the message protection.v1.BlocklistEntryUpdated.
+ * Use `create(BlocklistEntryUpdatedSchema)` to create a new message.
+ */
+export const BlocklistEntryUpdatedSchema: GenMessage<BlocklistEntryUpdated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 30);
+
+/**
+ * An entry was deleted; its domain leaves the list at the next compilation.
+ *
+ * @generated from message protection.v1.BlocklistEntryDeleted
+ */
+export type BlocklistEntryDeleted = Message<"protection.v1.BlocklistEntryDeleted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string entry_id = 3;
+   */
+  entryId: string;
+
+  /**
+   * @generated from field: string domain = 4;
+   */
+  domain: string;
+};
+
+/**
+ * Describes the message protection.v1.BlocklistEntryDeleted.
+ * Use `create(BlocklistEntryDeletedSchema)` to create a new message.
+ */
+export const BlocklistEntryDeletedSchema: GenMessage<BlocklistEntryDeleted> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 31);
+
+/**
+ * A report reached a domain's open review item (opening it when there was none).
+ *
+ * @generated from message protection.v1.ReviewItemReported
+ */
+export type ReviewItemReported = Message<"protection.v1.ReviewItemReported"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string review_item_id = 3;
+   */
+  reviewItemId: string;
+
+  /**
+   * @generated from field: string domain = 4;
+   */
+  domain: string;
+
+  /**
+   * agent or federated.
+   *
+   * @generated from field: string source = 5;
+   */
+  source: string;
+
+  /**
+   * @generated from field: int32 report_count = 6;
+   */
+  reportCount: number;
+};
+
+/**
+ * Describes the message protection.v1.ReviewItemReported.
+ * Use `create(ReviewItemReportedSchema)` to create a new message.
+ */
+export const ReviewItemReportedSchema: GenMessage<ReviewItemReported> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 32);
+
+/**
+ * An admin approved a review item: its entry exists.
+ *
+ * @generated from message protection.v1.ReviewItemApproved
+ */
+export type ReviewItemApproved = Message<"protection.v1.ReviewItemApproved"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string review_item_id = 3;
+   */
+  reviewItemId: string;
+
+  /**
+   * @generated from field: string domain = 4;
+   */
+  domain: string;
+
+  /**
+   * @generated from field: string entry_id = 5;
+   */
+  entryId: string;
+};
+
+/**
+ * Describes the message protection.v1.ReviewItemApproved.
+ * Use `create(ReviewItemApprovedSchema)` to create a new message.
+ */
+export const ReviewItemApprovedSchema: GenMessage<ReviewItemApproved> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 33);
+
+/**
+ * An admin rejected a review item.
+ *
+ * @generated from message protection.v1.ReviewItemRejected
+ */
+export type ReviewItemRejected = Message<"protection.v1.ReviewItemRejected"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string review_item_id = 3;
+   */
+  reviewItemId: string;
+
+  /**
+   * @generated from field: string domain = 4;
+   */
+  domain: string;
+};
+
+/**
+ * Describes the message protection.v1.ReviewItemRejected.
+ * Use `create(ReviewItemRejectedSchema)` to create a new message.
+ */
+export const ReviewItemRejectedSchema: GenMessage<ReviewItemRejected> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 34);
+
+/**
+ * An admin deferred a review item until defer_until.
+ *
+ * @generated from message protection.v1.ReviewItemDeferred
+ */
+export type ReviewItemDeferred = Message<"protection.v1.ReviewItemDeferred"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string review_item_id = 3;
+   */
+  reviewItemId: string;
+
+  /**
+   * @generated from field: string domain = 4;
+   */
+  domain: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp defer_until = 5;
+   */
+  deferUntil?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message protection.v1.ReviewItemDeferred.
+ * Use `create(ReviewItemDeferredSchema)` to create a new message.
+ */
+export const ReviewItemDeferredSchema: GenMessage<ReviewItemDeferred> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 35);
+
+/**
+ * An app signature was added.
+ *
+ * @generated from message protection.v1.AppSignatureCreated
+ */
+export type AppSignatureCreated = Message<"protection.v1.AppSignatureCreated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string app_signature_id = 3;
+   */
+  appSignatureId: string;
+
+  /**
+   * @generated from field: string platform = 4;
+   */
+  platform: string;
+
+  /**
+   * @generated from field: string identifier_type = 5;
+   */
+  identifierType: string;
+
+  /**
+   * @generated from field: string identifier = 6;
+   */
+  identifier: string;
+};
+
+/**
+ * Describes the message protection.v1.AppSignatureCreated.
+ * Use `create(AppSignatureCreatedSchema)` to create a new message.
+ */
+export const AppSignatureCreatedSchema: GenMessage<AppSignatureCreated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 36);
+
+/**
+ * An app signature was replaced.
+ *
+ * @generated from message protection.v1.AppSignatureUpdated
+ */
+export type AppSignatureUpdated = Message<"protection.v1.AppSignatureUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string app_signature_id = 3;
+   */
+  appSignatureId: string;
+
+  /**
+   * @generated from field: string platform = 4;
+   */
+  platform: string;
+
+  /**
+   * @generated from field: string identifier_type = 5;
+   */
+  identifierType: string;
+
+  /**
+   * @generated from field: string identifier = 6;
+   */
+  identifier: string;
+};
+
+/**
+ * Describes the message protection.v1.AppSignatureUpdated.
+ * Use `create(AppSignatureUpdatedSchema)` to create a new message.
+ */
+export const AppSignatureUpdatedSchema: GenMessage<AppSignatureUpdated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 37);
+
+/**
+ * An app signature was deleted.
+ *
+ * @generated from message protection.v1.AppSignatureDeleted
+ */
+export type AppSignatureDeleted = Message<"protection.v1.AppSignatureDeleted"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string app_signature_id = 3;
+   */
+  appSignatureId: string;
+};
+
+/**
+ * Describes the message protection.v1.AppSignatureDeleted.
+ * Use `create(AppSignatureDeletedSchema)` to create a new message.
+ */
+export const AppSignatureDeletedSchema: GenMessage<AppSignatureDeleted> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 38);
+
+/**
+ * The Tor exit list was refreshed from Protection:TorExits:SourceUrl (a failed or empty fetch
+ * publishes nothing).
+ *
+ * @generated from message protection.v1.TorExitsRefreshed
+ */
+export type TorExitsRefreshed = Message<"protection.v1.TorExitsRefreshed"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int32 exit_count = 3;
+   */
+  exitCount: number;
+
+  /**
+   * Whether the addresses differ from the list kept before.
+   *
+   * @generated from field: bool changed = 4;
+   */
+  changed: boolean;
+};
+
+/**
+ * Describes the message protection.v1.TorExitsRefreshed.
+ * Use `create(TorExitsRefreshedSchema)` to create a new message.
+ */
+export const TorExitsRefreshedSchema: GenMessage<TorExitsRefreshed> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 39);
+
+/**
+ * An account's subscription changed (created by subscribe, cancelled at period end, or updated by
+ * a processor webhook).
+ *
+ * @generated from message protection.v1.SubscriptionUpdated
+ */
+export type SubscriptionUpdated = Message<"protection.v1.SubscriptionUpdated"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string account_id = 3;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string subscription_id = 4;
+   */
+  subscriptionId: string;
+
+  /**
+   * @generated from field: string plan = 5;
+   */
+  plan: string;
+
+  /**
+   * @generated from field: string status = 6;
+   */
+  status: string;
+
+  /**
+   * @generated from field: bool cancel_at_period_end = 7;
+   */
+  cancelAtPeriodEnd: boolean;
+};
+
+/**
+ * Describes the message protection.v1.SubscriptionUpdated.
+ * Use `create(SubscriptionUpdatedSchema)` to create a new message.
+ */
+export const SubscriptionUpdatedSchema: GenMessage<SubscriptionUpdated> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 40);
+
+/**
+ * A batch of device events was stored (one per POST /v1/events).
+ *
+ * @generated from message protection.v1.EventBatchIngested
+ */
+export type EventBatchIngested = Message<"protection.v1.EventBatchIngested"> & {
+  /**
+   * @generated from field: string event_id = 1;
+   */
+  eventId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp occurred_at = 2;
+   */
+  occurredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string device_id = 3;
+   */
+  deviceId: string;
+
+  /**
+   * @generated from field: string account_id = 4;
+   */
+  accountId: string;
+
+  /**
+   * @generated from field: string enrollment_id = 5;
+   */
+  enrollmentId: string;
+
+  /**
+   * Events in the batch.
+   *
+   * @generated from field: int32 accepted = 6;
+   */
+  accepted: number;
+
+  /**
+   * Events stored by this batch (a replayed client id is stored once).
+   *
+   * @generated from field: int32 stored = 7;
+   */
+  stored: number;
+
+  /**
+   * @generated from field: int32 block_count = 8;
+   */
+  blockCount: number;
+
+  /**
+   * @generated from field: int32 tamper_alerts = 9;
+   */
+  tamperAlerts: number;
+};
+
+/**
+ * Describes the message protection.v1.EventBatchIngested.
+ * Use `create(EventBatchIngestedSchema)` to create a new message.
+ */
+export const EventBatchIngestedSchema: GenMessage<EventBatchIngested> = /*@__PURE__*/
+  messageDesc(file_protection_v1_events, 41);
 

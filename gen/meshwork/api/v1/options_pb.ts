@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meshwork/api/v1/options.proto.
  */
 export const file_meshwork_api_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tZXNod29yay9hcGkvdjEvb3B0aW9ucy5wcm90bxIPbWVzaHdvcmsuYXBpLnYxIkMKCkF1dGhQb2xpY3kSJwoEa2luZBgBIAEoDjIZLm1lc2h3b3JrLmFwaS52MS5BdXRoS2luZBIMCgRyb2xlGAIgASgJIrABCglSZXN0U3R5bGUSMAoLZXJyb3Jfc3R5bGUYASABKA4yGy5tZXNod29yay5hcGkudjEuRXJyb3JTdHlsZRIwCgtqc29uX25hbWluZxgCIAEoDjIbLm1lc2h3b3JrLmFwaS52MS5Kc29uTmFtaW5nEiIKGmZhaWxlZF9wcmVjb25kaXRpb25fc3RhdHVzGAMgASgNEhsKE2VtaXRfbnVsbF9mb3JfdW5zZXQYBCABKAgiHwoMRXZlbnRPcHRpb25zEg8KB3N1YmplY3QYASABKAkqogEKDVN1Y2Nlc3NTdGF0dXMSHgoaU1VDQ0VTU19TVEFUVVNfVU5TUEVDSUZJRUQQABIWChFTVUNDRVNTX1NUQVRVU19PSxDIARIbChZTVUNDRVNTX1NUQVRVU19DUkVBVEVEEMkBEhwKF1NVQ0NFU1NfU1RBVFVTX0FDQ0VQVEVEEMoBEh4KGVNVQ0NFU1NfU1RBVFVTX05PX0NPTlRFTlQQzAEqZgoKRXJyb3JTdHlsZRIbChdFUlJPUl9TVFlMRV9VTlNQRUNJRklFRBAAEhwKGEVSUk9SX1NUWUxFX1BST0JMRU1fSlNPThABEh0KGUVSUk9SX1NUWUxFX0VSUk9SX01FU1NBR0UQAipiCgpKc29uTmFtaW5nEhsKF0pTT05fTkFNSU5HX1VOU1BFQ0lGSUVEEAASGwoXSlNPTl9OQU1JTkdfTE9XRVJfQ0FNRUwQARIaChZKU09OX05BTUlOR19QUk9UT19OQU1FEAIqZgoIQXV0aEtpbmQSGQoVQVVUSF9LSU5EX1VOU1BFQ0lGSUVEEAASEgoOQVVUSF9LSU5EX05PTkUQARIVChFBVVRIX0tJTkRfQVBJX0tFWRACEhQKEEFVVEhfS0lORF9CRUFSRVIQAzpnCg5zdWNjZXNzX3N0YXR1cxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKA4yHi5tZXNod29yay5hcGkudjEuU3VjY2Vzc1N0YXR1c1INc3VjY2Vzc1N0YXR1czpRCgRhdXRoEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuo4DIAEoCzIbLm1lc2h3b3JrLmFwaS52MS5BdXRoUG9saWN5UgRhdXRoOkUKDWJvZHlfb3B0aW9uYWwSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi7jgMgASgIUgxib2R5T3B0aW9uYWw6UQoEcmVzdBIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi5jgMgASgLMhoubWVzaHdvcmsuYXBpLnYxLlJlc3RTdHlsZVIEcmVzdDphCgxkZWZhdWx0X2F1dGgSHy5nb29nbGUucHJvdG9idWYuU2VydmljZU9wdGlvbnMYuo4DIAEoCzIbLm1lc2h3b3JrLmFwaS52MS5BdXRoUG9saWN5UgtkZWZhdWx0QXV0aDpWCgVldmVudBIfLmdvb2dsZS5wcm90b2J1Zi5NZXNzYWdlT3B0aW9ucxi5jgMgASgLMh0ubWVzaHdvcmsuYXBpLnYxLkV2ZW50T3B0aW9uc1IFZXZlbnRiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("Ch1tZXNod29yay9hcGkvdjEvb3B0aW9ucy5wcm90bxIPbWVzaHdvcmsuYXBpLnYxIkMKCkF1dGhQb2xpY3kSJwoEa2luZBgBIAEoDjIZLm1lc2h3b3JrLmFwaS52MS5BdXRoS2luZBIMCgRyb2xlGAIgASgJIrABCglSZXN0U3R5bGUSMAoLZXJyb3Jfc3R5bGUYASABKA4yGy5tZXNod29yay5hcGkudjEuRXJyb3JTdHlsZRIwCgtqc29uX25hbWluZxgCIAEoDjIbLm1lc2h3b3JrLmFwaS52MS5Kc29uTmFtaW5nEiIKGmZhaWxlZF9wcmVjb25kaXRpb25fc3RhdHVzGAMgASgNEhsKE2VtaXRfbnVsbF9mb3JfdW5zZXQYBCABKAgiIQoPSHR0cEVycm9yU3RhdHVzEg4KBnN0YXR1cxgBIAEoDSIfCgxFdmVudE9wdGlvbnMSDwoHc3ViamVjdBgBIAEoCSIyCgNIdWISDAoEcGF0aBgBIAEoCRIPCgdjb25uZWN0GAIgASgJEgwKBHB1c2gYAyADKAkiZAoJSHViTWV0aG9kEgsKA2h1YhgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCWFyZ3VtZW50cxgDIAMoCRIUCgxyZXN1bHRfZmllbGQYBCABKAkSEwoLaXRlbXNfZmllbGQYBSABKAkiWQoOSHViRXZlbnRTdHJlYW0SCwoDaHViGAEgASgJEhMKC2V2ZW50X2ZpZWxkGAIgASgJEhAKCGlkX2ZpZWxkGAMgASgJEhMKC2l0ZW1zX2ZpZWxkGAQgASgJKqIBCg1TdWNjZXNzU3RhdHVzEh4KGlNVQ0NFU1NfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoRU1VDQ0VTU19TVEFUVVNfT0sQyAESGwoWU1VDQ0VTU19TVEFUVVNfQ1JFQVRFRBDJARIcChdTVUNDRVNTX1NUQVRVU19BQ0NFUFRFRBDKARIeChlTVUNDRVNTX1NUQVRVU19OT19DT05URU5UEMwBKoUBCgpFcnJvclN0eWxlEhsKF0VSUk9SX1NUWUxFX1VOU1BFQ0lGSUVEEAASHAoYRVJST1JfU1RZTEVfUFJPQkxFTV9KU09OEAESHQoZRVJST1JfU1RZTEVfRVJST1JfTUVTU0FHRRACEh0KGUVSUk9SX1NUWUxFX1JFQVNPTl9QSFJBU0UQAypiCgpKc29uTmFtaW5nEhsKF0pTT05fTkFNSU5HX1VOU1BFQ0lGSUVEEAASGwoXSlNPTl9OQU1JTkdfTE9XRVJfQ0FNRUwQARIaChZKU09OX05BTUlOR19QUk9UT19OQU1FEAIqZgoIQXV0aEtpbmQSGQoVQVVUSF9LSU5EX1VOU1BFQ0lGSUVEEAASEgoOQVVUSF9LSU5EX05PTkUQARIVChFBVVRIX0tJTkRfQVBJX0tFWRACEhQKEEFVVEhfS0lORF9CRUFSRVIQAypICg1DbGllbnRBZGRyZXNzEh4KGkNMSUVOVF9BRERSRVNTX1VOU1BFQ0lGSUVEEAASFwoTQ0xJRU5UX0FERFJFU1NfRFJPUBABOmcKDnN1Y2Nlc3Nfc3RhdHVzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuY4DIAEoDjIeLm1lc2h3b3JrLmFwaS52MS5TdWNjZXNzU3RhdHVzUg1zdWNjZXNzU3RhdHVzOlEKBGF1dGgSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi6jgMgASgLMhsubWVzaHdvcmsuYXBpLnYxLkF1dGhQb2xpY3lSBGF1dGg6RQoNYm9keV9vcHRpb25hbBIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLuOAyABKAhSDGJvZHlPcHRpb25hbDpnCg5jbGllbnRfYWRkcmVzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLyOAyABKA4yHi5tZXNod29yay5hcGkudjEuQ2xpZW50QWRkcmVzc1INY2xpZW50QWRkcmVzczpJCg9mb3J3YXJkX2hlYWRlcnMSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi9jgMgAygJUg5mb3J3YXJkSGVhZGVyczpbCgpodWJfbWV0aG9kEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYwo4DIAEoCzIaLm1lc2h3b3JrLmFwaS52MS5IdWJNZXRob2RSCWh1Yk1ldGhvZDprChBodWJfZXZlbnRfc3RyZWFtEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYw44DIAEoCzIfLm1lc2h3b3JrLmFwaS52MS5IdWJFdmVudFN0cmVhbVIOaHViRXZlbnRTdHJlYW06UQoEcmVzdBIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi5jgMgASgLMhoubWVzaHdvcmsuYXBpLnYxLlJlc3RTdHlsZVIEcmVzdDphCgxkZWZhdWx0X2F1dGgSHy5nb29nbGUucHJvdG9idWYuU2VydmljZU9wdGlvbnMYuo4DIAEoCzIbLm1lc2h3b3JrLmFwaS52MS5BdXRoUG9saWN5UgtkZWZhdWx0QXV0aDpLCgRodWJzEh8uZ29vZ2xlLnByb3RvYnVmLlNlcnZpY2VPcHRpb25zGL2OAyADKAsyFC5tZXNod29yay5hcGkudjEuSHViUgRodWJzOlYKBWV2ZW50Eh8uZ29vZ2xlLnByb3RvYnVmLk1lc3NhZ2VPcHRpb25zGLmOAyABKAsyHS5tZXNod29yay5hcGkudjEuRXZlbnRPcHRpb25zUgVldmVudGIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * The auth policy of a method or, as a default, of a whole service.
@@ -45,8 +45,6 @@ export const AuthPolicySchema: GenMessage<AuthPolicy> = /*@__PURE__*/
   messageDesc(file_meshwork_api_v1_options, 0);
 
 /**
- * How a service looks through its REST front.
- *
  * @generated from message meshwork.api.v1.RestStyle
  */
 export type RestStyle = Message<"meshwork.api.v1.RestStyle"> & {
@@ -83,6 +81,27 @@ export const RestStyleSchema: GenMessage<RestStyle> = /*@__PURE__*/
   messageDesc(file_meshwork_api_v1_options, 1);
 
 /**
+ * An error detail: the HTTP status a REST front answers a failed call with in place of the
+ * standard mapping of its code, e.g. 402 Payment Required. Honoured only for a 4xx status and a
+ * call whose code already maps to a 4xx (gRPC callers see the code).
+ *
+ * @generated from message meshwork.api.v1.HttpErrorStatus
+ */
+export type HttpErrorStatus = Message<"meshwork.api.v1.HttpErrorStatus"> & {
+  /**
+   * @generated from field: uint32 status = 1;
+   */
+  status: number;
+};
+
+/**
+ * Describes the message meshwork.api.v1.HttpErrorStatus.
+ * Use `create(HttpErrorStatusSchema)` to create a new message.
+ */
+export const HttpErrorStatusSchema: GenMessage<HttpErrorStatus> = /*@__PURE__*/
+  messageDesc(file_meshwork_api_v1_options, 2);
+
+/**
  * What the event bus needs to know about an event message (a message of an events.proto).
  *
  * @generated from message meshwork.api.v1.EventOptions
@@ -103,7 +122,150 @@ export type EventOptions = Message<"meshwork.api.v1.EventOptions"> & {
  * Use `create(EventOptionsSchema)` to create a new message.
  */
 export const EventOptionsSchema: GenMessage<EventOptions> = /*@__PURE__*/
-  messageDesc(file_meshwork_api_v1_options, 2);
+  messageDesc(file_meshwork_api_v1_options, 3);
+
+/**
+ * A live hub: a path on the service's front speaking the SignalR JSON hub protocol (version 1)
+ * over WebSockets: `POST <path>/negotiate`, then `GET <path>` upgraded to a WebSocket.
+ *
+ * @generated from message meshwork.api.v1.Hub
+ */
+export type Hub = Message<"meshwork.api.v1.Hub"> & {
+  /**
+   * The hub's path on the front, e.g. `/hubs/agent`: `/`-separated literal segments, no template.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * The unary rpc of this service (meshwork.api.v1.HubConnectRequest → HubConnectResponse) that
+   * admits connections: called on negotiate and on the WebSocket request with the client's
+   * credentials, so its auth policy is the hub's. Required.
+   *
+   * @generated from field: string connect = 2;
+   */
+  connect: string;
+
+  /**
+   * Server-streaming rpcs of this service answering meshwork.api.v1.HubClientCall (or
+   * HubClientCalls, several in order), opened (with an empty request and the client's credentials)
+   * for every connection once its handshake is done: each call becomes a call of the client method
+   * it names. A push stream that fails closes the connection with the error; one that ends is not
+   * reopened.
+   *
+   * @generated from field: repeated string push = 3;
+   */
+  push: string[];
+};
+
+/**
+ * Describes the message meshwork.api.v1.Hub.
+ * Use `create(HubSchema)` to create a new message.
+ */
+export const HubSchema: GenMessage<Hub> = /*@__PURE__*/
+  messageDesc(file_meshwork_api_v1_options, 4);
+
+/**
+ * A hub method: the name clients call it by, and how its positional arguments fill the request.
+ *
+ * @generated from message meshwork.api.v1.HubMethod
+ */
+export type HubMethod = Message<"meshwork.api.v1.HubMethod"> & {
+  /**
+   * The hub's path, one of the service's `hubs`.
+   *
+   * @generated from field: string hub = 1;
+   */
+  hub: string;
+
+  /**
+   * The method name clients use (matched without regard to case, as SignalR servers do), e.g.
+   * `StreamChat`. Unique within the hub.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Top-level request field names (as written in the .proto) filled from the invocation's
+   * arguments in this order; each argument is read as the proto3 JSON of its field. Fewer
+   * arguments than fields leave the rest unset (a `null` argument too); more are refused.
+   *
+   * @generated from field: repeated string arguments = 3;
+   */
+  arguments: string[];
+
+  /**
+   * Unary methods only: the response field whose JSON is the Completion's result (say, the list a
+   * response message wraps). Unset: the whole response message.
+   *
+   * @generated from field: string result_field = 4;
+   */
+  resultField: string;
+
+  /**
+   * Server-streaming methods only: a repeated message field of the response whose elements are the
+   * stream's items, each its own StreamItem, in order. A service that hands many connections the
+   * same run of events answers one message per run: one step per run through every layer of the
+   * call, and the gateway renders each element once for all of them. Unset: each response
+   * message is one item.
+   *
+   * @generated from field: string items_field = 5;
+   */
+  itemsField: string;
+};
+
+/**
+ * Describes the message meshwork.api.v1.HubMethod.
+ * Use `create(HubMethodSchema)` to create a new message.
+ */
+export const HubMethodSchema: GenMessage<HubMethod> = /*@__PURE__*/
+  messageDesc(file_meshwork_api_v1_options, 5);
+
+/**
+ * The `text/event-stream` form of a hub's server-streaming rpc, on `GET <hub path>`.
+ *
+ * @generated from message meshwork.api.v1.HubEventStream
+ */
+export type HubEventStream = Message<"meshwork.api.v1.HubEventStream"> & {
+  /**
+   * The hub's path, one of the service's `hubs`; the stream answers a GET on it.
+   *
+   * @generated from field: string hub = 1;
+   */
+  hub: string;
+
+  /**
+   * The string field of the response message written as each frame's `event:`. Unset: none.
+   *
+   * @generated from field: string event_field = 2;
+   */
+  eventField: string;
+
+  /**
+   * The string field of the response message written as each frame's `id:`. Unset: none.
+   *
+   * @generated from field: string id_field = 3;
+   */
+  idField: string;
+
+  /**
+   * A repeated message field of the response whose elements are the frames, each its own, in order
+   * (as HubMethod.items_field); event_field and id_field are then fields of the element. Unset:
+   * each response message is one frame.
+   *
+   * @generated from field: string items_field = 4;
+   */
+  itemsField: string;
+};
+
+/**
+ * Describes the message meshwork.api.v1.HubEventStream.
+ * Use `create(HubEventStreamSchema)` to create a new message.
+ */
+export const HubEventStreamSchema: GenMessage<HubEventStream> = /*@__PURE__*/
+  messageDesc(file_meshwork_api_v1_options, 6);
 
 /**
  * The HTTP status a REST front answers when a method succeeds.
@@ -174,6 +336,15 @@ export enum ErrorStyle {
    * @generated from enum value: ERROR_STYLE_ERROR_MESSAGE = 2;
    */
   ERROR_MESSAGE = 2,
+
+  /**
+   * `application/json`: { "error": "<HTTP reason phrase>", "message": "<human readable>" }, e.g.
+   * { "error": "Not Found", ... }: `error` is the status's reason phrase (Unauthorized, Forbidden,
+   * Too Many Requests, ...), never a code of the service's own.
+   *
+   * @generated from enum value: ERROR_STYLE_REASON_PHRASE = 3;
+   */
+  REASON_PHRASE = 3,
 }
 
 /**
@@ -259,6 +430,34 @@ export const AuthKindSchema: GenEnum<AuthKind> = /*@__PURE__*/
   enumDesc(file_meshwork_api_v1_options, 3);
 
 /**
+ * How a service looks through its REST front.
+ * Whether a gateway passes the client's address (x-meshwork-client-address) to the service.
+ *
+ * @generated from enum meshwork.api.v1.ClientAddress
+ */
+export enum ClientAddress {
+  /**
+   * Not set: the TCP address of the client is passed (per-client limits use it).
+   *
+   * @generated from enum value: CLIENT_ADDRESS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Neither passed nor logged: the service never learns where the call came from.
+   *
+   * @generated from enum value: CLIENT_ADDRESS_DROP = 1;
+   */
+  DROP = 1,
+}
+
+/**
+ * Describes the enum meshwork.api.v1.ClientAddress.
+ */
+export const ClientAddressSchema: GenEnum<ClientAddress> = /*@__PURE__*/
+  enumDesc(file_meshwork_api_v1_options, 4);
+
+/**
  * Success status of the method on REST. Unset: 200.
  *
  * @generated from extension: meshwork.api.v1.SuccessStatus success_status = 51001;
@@ -284,12 +483,53 @@ export const body_optional: GenExtension<MethodOptions, boolean> = /*@__PURE__*/
   extDesc(file_meshwork_api_v1_options, 2);
 
 /**
+ * Whether the client's address reaches the service. Unset: it does. (X-Forwarded-For,
+ * X-Real-IP and Forwarded are never passed by a gateway, whatever this says.)
+ *
+ * @generated from extension: meshwork.api.v1.ClientAddress client_address = 51004;
+ */
+export const client_address: GenExtension<MethodOptions, ClientAddress> = /*@__PURE__*/
+  extDesc(file_meshwork_api_v1_options, 3);
+
+/**
+ * Request headers (lower-case names) a gateway passes to the service besides its defaults, e.g.
+ * `stripe-signature` for a webhook. Client address headers (x-forwarded-for, x-real-ip,
+ * forwarded) and x-meshwork-* are refused at start.
+ *
+ * @generated from extension: repeated string forward_headers = 51005;
+ */
+export const forward_headers: GenExtension<MethodOptions, string[]> = /*@__PURE__*/
+  extDesc(file_meshwork_api_v1_options, 4);
+
+/**
+ * Binds a unary or server-streaming rpc as a method of a hub declared in the service's `hubs`.
+ * A server-streaming rpc is a streaming hub method (StreamInvocation, or `connection.stream`):
+ * each message is a StreamItem, the end a Completion, a failure a Completion with `error`, and
+ * a CancelInvocation cancels the rpc. A unary rpc is invoked (Invocation, or
+ * `connection.invoke`) and answers a Completion with its result.
+ *
+ * @generated from extension: meshwork.api.v1.HubMethod hub_method = 51010;
+ */
+export const hub_method: GenExtension<MethodOptions, HubMethod> = /*@__PURE__*/
+  extDesc(file_meshwork_api_v1_options, 5);
+
+/**
+ * Serves a server-streaming rpc of a hub as a plain `GET <hub path>` (no WebSocket upgrade):
+ * `text/event-stream`, one frame per message with its `event:` and `id:` taken from the named
+ * fields and the whole message as `data:` JSON. The rpc is called with an empty request.
+ *
+ * @generated from extension: meshwork.api.v1.HubEventStream hub_event_stream = 51011;
+ */
+export const hub_event_stream: GenExtension<MethodOptions, HubEventStream> = /*@__PURE__*/
+  extDesc(file_meshwork_api_v1_options, 6);
+
+/**
  * REST rendering of every method of the service.
  *
  * @generated from extension: meshwork.api.v1.RestStyle rest = 51001;
  */
 export const rest: GenExtension<ServiceOptions, RestStyle> = /*@__PURE__*/
-  extDesc(file_meshwork_api_v1_options, 3);
+  extDesc(file_meshwork_api_v1_options, 7);
 
 /**
  * Auth policy of every method that does not set its own.
@@ -297,7 +537,17 @@ export const rest: GenExtension<ServiceOptions, RestStyle> = /*@__PURE__*/
  * @generated from extension: meshwork.api.v1.AuthPolicy default_auth = 51002;
  */
 export const default_auth: GenExtension<ServiceOptions, AuthPolicy> = /*@__PURE__*/
-  extDesc(file_meshwork_api_v1_options, 4);
+  extDesc(file_meshwork_api_v1_options, 8);
+
+/**
+ * The live hubs (SignalR JSON protocol over WebSockets) the service's front serves. Methods join
+ * a hub with `hub_method`; the hub itself says how connections are admitted and what is pushed
+ * to every connection.
+ *
+ * @generated from extension: repeated meshwork.api.v1.Hub hubs = 51005;
+ */
+export const hubs: GenExtension<ServiceOptions, Hub[]> = /*@__PURE__*/
+  extDesc(file_meshwork_api_v1_options, 9);
 
 /**
  * Marks an event message and names its subject; stated here once, read from the descriptors.
@@ -305,5 +555,5 @@ export const default_auth: GenExtension<ServiceOptions, AuthPolicy> = /*@__PURE_
  * @generated from extension: meshwork.api.v1.EventOptions event = 51001;
  */
 export const event: GenExtension<MessageOptions, EventOptions> = /*@__PURE__*/
-  extDesc(file_meshwork_api_v1_options, 5);
+  extDesc(file_meshwork_api_v1_options, 10);
 
