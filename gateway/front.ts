@@ -4,7 +4,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { answerClientError } from "./http/client-error.js";
-import { createGatewayHandler, type GatewayHandlerOptions } from "./handler.js";
+import { createGatewayHandler, DEFAULT_BODY_LIMIT_BYTES, DEFAULT_SSE_KEEP_ALIVE_SECONDS, type GatewayHandlerOptions } from "./handler.js";
+import { createHubServer } from "./hubs/index.js";
 import { frontStyleOf } from "./style.js";
 
 export const DEFAULT_HEADERS_TIMEOUT_SECONDS = 10;
@@ -29,6 +30,8 @@ export interface FrontOptions extends GatewayHandlerOptions {
   readonly maxConnections?: number;
   /** Largest request line plus headers; more answers 431. Default 16 KiB (Node's own). */
   readonly maxHeaderBytes?: number;
+  /** Liveness of hub connections (the services' `meshwork.api.v1.hubs`); defaults 15, 30 and 15 s. */
+  readonly hubs?: { readonly keepAliveSeconds?: number; readonly clientTimeoutSeconds?: number; readonly handshakeTimeoutSeconds?: number };
 }
 
 export interface Front {
@@ -55,6 +58,22 @@ export function createFront(options: FrontOptions): Front {
     },
     handler,
   );
+  // Hub paths (negotiate, WebSocket upgrades, the plain-GET event stream) come from the contract's
+  // hub options; every other request goes to the REST handler.
+  const hubs = createHubServer({
+    ...options,
+    ...options.hubs,
+    logger,
+    maxMessageBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    sseKeepAliveSeconds: options.sseKeepAliveSeconds ?? DEFAULT_SSE_KEEP_ALIVE_SECONDS,
+  });
+  if (hubs.size > 0) {
+    server.removeListener("request", handler);
+    server.on("request", (req, res) => {
+      if (!hubs.handle(req, res)) handler(req, res);
+    });
+    server.on("upgrade", hubs.upgrade);
+  }
   server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const style = frontStyleOf(options.services, options.defaultStyle);
   // Errors Node raises before a request exists (header overflow, timeouts, malformed requests):
@@ -81,6 +100,7 @@ export function createFront(options: FrontOptions): Front {
         }
         // Streams never end on their own; without this, close would wait for them forever.
         handler.abortStreams();
+        hubs.close();
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeIdleConnections();
       });

@@ -9,18 +9,20 @@ import { ConnectError, type Transport } from "@connectrpc/connect";
 import { fromConnectError } from "./errors/from-connect-error.js";
 import { badRequest, HttpError } from "./errors/http-error.js";
 import { renderError } from "./errors/render-error.js";
+import { clientIpResolver, type ForwardedPolicy } from "./http/client-ip.js";
 import { isJsonContentType } from "./http/content-type.js";
+import { createCors, type CorsPolicy } from "./http/cors.js";
 import { serviceHeaders, type HeaderForwarder } from "./http/forward-headers.js";
 import { announcesBody, discardRest, readBody } from "./http/read-body.js";
 import { requestIdOf } from "./http/request-id.js";
-import { clientResponseHeaders, withServiceHeaders } from "./http/response-headers.js";
+import { CALLER_HEADER, clientResponseHeaders, withServiceHeaders } from "./http/response-headers.js";
 import { type AccessLogLevel, accessLogWriter, type GatewayLogger } from "./logger.js";
 import { selectFramer, type StreamFramer } from "./streams/framer.js";
 import { ndjsonFramer } from "./streams/ndjson.js";
 import { createSseFramer, SSE_HEADERS, type SseFramer } from "./streams/sse-framer.js";
 import { createKeepAlive, type KeepAliveEntry } from "./streams/sse-keep-alive.js";
 import { frontStyleOf, type FrontStyle, type ServiceStyle } from "./style.js";
-import { buildRequest } from "./transcoder/request-mapping.js";
+import { buildRequest, rawBodyJson } from "./transcoder/request-mapping.js";
 import { compileRouteTable, routeSourcesOf, type CompiledRoute } from "./transcoder/route-table.js";
 import { typeRegistryOf } from "./transcoder/type-registry.js";
 
@@ -50,6 +52,15 @@ export interface GatewayHandlerOptions {
   readonly sseKeepAliveSeconds?: number;
   /** Retry-After of a 503 whose service named none (an unreachable service, say); default 5 s. */
   readonly unavailableRetryAfterSeconds?: number;
+  /** Cross-origin access: preflights answered here, allowed origins told so. Unset: no CORS headers. */
+  readonly cors?: CorsPolicy;
+  /** Whose X-Forwarded-For names the client (x-meshwork-client-address). Unset: the TCP peer. */
+  readonly clientAddress?: ForwardedPolicy;
+  /**
+   * A line per request at info whatever accessLogLevel says, with the caller's key name (as the
+   * service reported it) and the client address. Never a key: only the path is logged, no query.
+   */
+  readonly verbose?: boolean;
 }
 
 /** A route as the handler exposes it, for start-up logs and tooling. */
@@ -75,6 +86,10 @@ interface Exchange {
   readonly started: number;
   readonly path: string;
   route: CompiledRoute | undefined;
+  /** CORS headers of every answer to this request. */
+  readonly cors: Readonly<Record<string, string>> | undefined;
+  /** The caller's key name, as the service reported it (for the verbose line). */
+  caller?: string;
 }
 
 export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHandler {
@@ -82,8 +97,18 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   const table = compileRouteTable(routeSourcesOf(options.services), registry);
   const frontStyle = frontStyleOf(options.services, options.defaultStyle);
   const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  const { transport, logger, timeoutMs, forwardHeaders } = options;
-  const accessLog = accessLogWriter(logger, options.accessLogLevel);
+  const { transport, logger, timeoutMs } = options;
+  const verbose = options.verbose === true;
+  const accessLog = accessLogWriter(logger, verbose ? "info" : options.accessLogLevel);
+  const cors = options.cors ? createCors(options.cors) : undefined;
+  const clientIp = clientIpResolver(options.clientAddress);
+  // The client's address as the front resolved it (forwarded headers from trusted proxies).
+  const forwardHeaders: HeaderForwarder | undefined = options.clientAddress
+    ? (req, out) => {
+        out["x-meshwork-client-address"] = clientIp(req);
+        options.forwardHeaders?.(req, out);
+      }
+    : options.forwardHeaders;
   const framers: [StreamFramer, ...StreamFramer[]] = [ndjsonFramer, ...(options.streamFramers ?? [])];
   const openStreams = new Set<AbortController>();
   // One framer (and frame cache) per event-stream route, shared by all its clients.
@@ -97,6 +122,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
+    const preflight = cors?.isPreflight(req.method, req.headers) === true;
     const ex: Exchange = {
       req,
       res,
@@ -104,8 +130,14 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       started: performance.now(),
       path: q < 0 ? url : url.slice(0, q),
       route: undefined,
+      cors: preflight ? undefined : cors?.answer(req.headers),
     };
     try {
+      if (preflight) {
+        // Answered here, for any path: a preflight carries no credential and calls no service.
+        send(ex, 204, undefined, undefined, cors!.preflight(req.headers));
+        return;
+      }
       dispatch(ex, url, q);
     } catch (e) {
       // Only a gateway bug lands here; it still gets a well-formed answer.
@@ -135,14 +167,20 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
   async function serve(ex: Exchange, route: CompiledRoute, segments: readonly string[], rawQuery: string) {
     const { req } = ex;
     try {
-      const body = route.request.body === "none" ? undefined : await readJsonBody(req, route.request.bodyOptional);
+      const body =
+        route.request.body === "none"
+          ? undefined
+          : route.request.rawBody
+            ? rawBodyJson(req.headers["content-type"], announcesBody(req) ? await readBody(req, limit) : Buffer.alloc(0))
+            : await readJsonBody(req, route.request.bodyOptional);
       const input = buildRequest(route.request, segments, rawQuery, body);
-      const headers = serviceHeaders(req, ex.requestId, forwardHeaders);
+      const headers = serviceHeaders(req, ex.requestId, forwardHeaders, route);
       if (route.streaming) {
         await serveStream(ex, route, input, headers);
         return;
       }
       const response = await transport.unary(route.method as DescMethodUnary, disconnectSignal(req.socket), timeoutMs, headers, input);
+      ex.caller = response.header.get(CALLER_HEADER) ?? undefined;
       const plan = route.response;
       const extra = clientResponseHeaders(response.header);
       const raw = plan.rawBody(response.message);
@@ -197,12 +235,14 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     try {
       // No deadline: a stream lives as long as its client wants it.
       const response = await transport.stream(route.method as DescMethodServerStreaming, abort.signal, undefined, headers, single(input));
+      ex.caller = response.header.get(CALLER_HEADER) ?? undefined;
       const messages = response.message[Symbol.asyncIterator]();
       // Lazy framers (and every event stream) learn of an immediate failure before committing to
       // a status.
       let next = framer?.eagerHeaders ? undefined : await messages.next();
       res.writeHead(route.response.status, {
         ...clientResponseHeaders(response.header),
+        ...ex.cors,
         ...(sse ? SSE_HEADERS : { "content-type": framer!.contentType, "cache-control": "no-store" }),
         "x-request-id": ex.requestId,
       });
@@ -256,6 +296,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
       return;
     }
     // A failed call's metadata holds what the service set (Retry-After on a 429, say).
+    if (reason instanceof ConnectError) ex.caller = reason.metadata.get(CALLER_HEADER) ?? undefined;
     let headers = reason instanceof ConnectError ? withServiceHeaders(error, reason.metadata) : error.headers;
     // A 503 is an invitation to come back: clients and proxies need to be told when.
     if (error.status === 503 && !hasHeader(headers, "retry-after")) headers = { ...headers, "retry-after": unavailableRetryAfter };
@@ -278,7 +319,7 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     reason?: unknown,
   ) {
     // The service's headers first: the gateway's own framing and request id always win.
-    const headers: Record<string, string | number> = { ...extra, "x-request-id": ex.requestId };
+    const headers: Record<string, string | number> = { ...extra, ...ex.cors, "x-request-id": ex.requestId };
     if (contentType !== undefined && body !== undefined) {
       headers["content-type"] = contentType;
       headers["content-length"] = typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
@@ -294,12 +335,16 @@ export function createGatewayHandler(options: GatewayHandlerOptions): GatewayHan
     if (!failed && accessLog === undefined) return;
     const fields: Record<string, unknown> = {
       method: ex.req.method,
-      path: ex.path,
+      path: ex.route ? ex.route.logPath(ex.path) : ex.path,
       status,
       durationMs: Math.round((performance.now() - ex.started) * 1000) / 1000,
       requestId: ex.requestId,
     };
     if (ex.route) fields.rpc = ex.route.label;
+    if (verbose) {
+      fields.keyName = ex.caller ?? null;
+      fields.clientIp = clientIp(ex.req);
+    }
     if (streamErrorStatus !== undefined) fields.streamError = streamErrorStatus;
     if (failed) {
       // The real cause stays in the log; the client only saw a generic detail.

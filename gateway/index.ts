@@ -26,3 +26,12 @@ export { SERVER_SENT_EVENT_BATCH_TYPE, SERVER_SENT_EVENT_TYPE } from "./streams/
 export { parsePathTemplate, TemplateSyntaxError, type PathTemplate } from "./transcoder/http-rule.js";
 export { RouteConflictError } from "./transcoder/route-trie.js";
 export { httpStatusOf } from "./transcoder/status-codes.js";
+export {
+  DEFAULT_HUB_CLIENT_TIMEOUT_SECONDS,
+  DEFAULT_HUB_HANDSHAKE_TIMEOUT_SECONDS,
+  DEFAULT_HUB_KEEP_ALIVE_SECONDS,
+  HUB_CONNECTION_HEADER,
+} from "./hubs/index.js";
+export { type CorsPolicy, DEFAULT_EXPOSED_HEADERS } from "./http/cors.js";
+export type { ForwardedPolicy } from "./http/client-ip.js";
+export { CALLER_HEADER } from "./http/response-headers.js";

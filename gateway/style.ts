@@ -2,7 +2,7 @@
 import { getOption, type DescService } from "@bufbuild/protobuf";
 import { ErrorStyle, JsonNaming, rest } from "../gen/meshwork/api/v1/options_pb.js";
 
-export type ErrorStyleName = "problem-json" | "error-message";
+export type ErrorStyleName = "problem-json" | "error-message" | "reason-phrase";
 export type JsonNamingName = "lower-camel" | "proto-name";
 
 export interface ServiceStyle {
@@ -19,7 +19,14 @@ export interface FrontStyle {
 }
 
 function errorStyleName(style: ErrorStyle): ErrorStyleName {
-  return style === ErrorStyle.ERROR_MESSAGE ? "error-message" : "problem-json";
+  switch (style) {
+    case ErrorStyle.ERROR_MESSAGE:
+      return "error-message";
+    case ErrorStyle.REASON_PHRASE:
+      return "reason-phrase";
+    default:
+      return "problem-json";
+  }
 }
 
 function jsonNamingName(naming: JsonNaming): JsonNamingName {

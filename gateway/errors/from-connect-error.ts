@@ -2,6 +2,7 @@
 // message for client errors only, and google.rpc.BadRequest violations as per-field messages.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { HttpErrorStatusSchema } from "../../gen/meshwork/api/v1/options_pb.js";
 import { codeName, httpStatusOf } from "../transcoder/status-codes.js";
 import { HttpError, type FieldErrors } from "./http-error.js";
 
@@ -19,10 +20,13 @@ export function fromConnectError(
   renameField: (path: string) => string = (p) => p,
 ): HttpError {
   const err = ConnectError.from(reason);
-  const status = httpStatusOf(err.code, failedPreconditionStatus);
+  let status = httpStatusOf(err.code, failedPreconditionStatus);
   if (status >= 500) {
-    return new HttpError(status, codeName(err.code), GENERIC_DETAIL[status] ?? INTERNAL_DETAIL);
+    // The service's code name (an ErrorInfo reason) is for clients; its message is not.
+    return new HttpError(status, safeReason(err) ?? codeName(err.code), GENERIC_DETAIL[status] ?? INTERNAL_DETAIL);
   }
+  const override = safeStatusOverride(err);
+  if (override !== undefined && override >= 400 && override < 500) status = override;
   let fieldErrors: FieldErrors | undefined;
   for (const badRequest of safeFindBadRequests(err)) {
     for (const v of badRequest.fieldViolations) {
@@ -40,6 +44,15 @@ function safeReason(err: ConnectError): string | undefined {
   try {
     const reason = err.findDetails(ErrorInfoSchema).find((info) => /^[A-Z][A-Z0-9_]{0,62}$/.test(info.reason))?.reason;
     return reason;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The status of a meshwork.api.v1.HttpErrorStatus detail, when the service attached one. */
+function safeStatusOverride(err: ConnectError): number | undefined {
+  try {
+    return err.findDetails(HttpErrorStatusSchema)[0]?.status;
   } catch {
     return undefined;
   }

@@ -11,13 +11,42 @@ const FORWARDED = ["traceparent", "tracestate", "authorization", "x-api-key", "l
 // The client's TCP address, for per-client limits: never taken from a header the client sent.
 const CLIENT_ADDRESS_HEADER = "x-meshwork-client-address";
 
-export function serviceHeaders(req: IncomingMessage, requestId: string, extra: HeaderForwarder | undefined): Record<string, string> {
-  const out: Record<string, string> = { "x-request-id": requestId, [CLIENT_ADDRESS_HEADER]: clientAddress(req.socket.remoteAddress) };
+/** What a method's options say about the request headers of its calls. */
+export interface MethodHeaderPolicy {
+  /** The method's (meshwork.api.v1.client_address) is DROP: the service never learns the client's address. */
+  readonly dropClientAddress: boolean;
+  /** The method's (meshwork.api.v1.forward_headers): passed as the client sent them. */
+  readonly forwardHeaders?: readonly string[];
+}
+
+/** Names a method may not ask to forward: the client's address claims and the mesh's own headers. */
+export function forwardableHeader(name: string): boolean {
+  return (
+    /^[a-z0-9!#$%&'*+.^_`|~-]+$/.test(name) &&
+    !["x-forwarded-for", "x-real-ip", "forwarded", "host", "content-length", "content-type", "connection"].includes(name) &&
+    !name.startsWith("x-meshwork-")
+  );
+}
+
+export function serviceHeaders(
+  req: IncomingMessage,
+  requestId: string,
+  extra: HeaderForwarder | undefined,
+  policy?: MethodHeaderPolicy,
+): Record<string, string> {
+  const out: Record<string, string> = { "x-request-id": requestId };
+  if (!policy?.dropClientAddress) out[CLIENT_ADDRESS_HEADER] = clientAddress(req.socket.remoteAddress);
   for (const name of FORWARDED) {
     const value = req.headers[name];
     if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value;
   }
+  for (const name of policy?.forwardHeaders ?? []) {
+    const value = req.headers[name];
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
   extra?.(req, out);
+  // A front's own forwarder cannot bring it back either.
+  if (policy?.dropClientAddress) delete out[CLIENT_ADDRESS_HEADER];
   return out;
 }
 

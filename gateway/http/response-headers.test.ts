@@ -13,6 +13,8 @@ const cases: [name: string, forwarded: boolean][] = [
   ["x-ratelimit-remaining", true],
   // The gateway's own, and protocol hops.
   ["x-request-id", false],
+  // The mesh's own, between gateway and service (the caller's key name for the front's log).
+  ["x-meshwork-caller", false],
   ["X-Request-Id", false],
   ["x-grpc-web", false],
   ["x-user-agent", false],

@@ -9,11 +9,18 @@ const NAMED = new Set(["content-disposition", "cache-control", "retry-after", "l
 // x- headers that belong to the gateway (x-request-id is its own) or to a protocol hop.
 const RESERVED_X = new Set(["x-request-id", "x-grpc-web", "x-user-agent"]);
 
+/**
+ * The name of the caller's credential (an API key's Name), as the service reports it on its
+ * answer for a front's request log; read by the gateway, never passed to the REST client.
+ */
+export const CALLER_HEADER = "x-meshwork-caller";
+
 /** Whether a header the service set on its response is passed on to the REST client. */
 export function forwardsResponseHeader(name: string): boolean {
   const lower = name.toLowerCase();
   if (NAMED.has(lower)) return true;
-  return lower.startsWith("x-") && !RESERVED_X.has(lower);
+  // x-meshwork-* are the mesh's own, between the gateway and the service.
+  return lower.startsWith("x-") && !RESERVED_X.has(lower) && !lower.startsWith("x-meshwork-");
 }
 
 /** The forwardable subset of a service's response headers; undefined when there is none. */

@@ -45,6 +45,11 @@ export interface RequestPlan {
   readonly input: DescMessage;
   readonly body: BodyKind;
   readonly bodyField: DescField | undefined;
+  /**
+   * The body is a google.api.HttpBody (the whole request, or the body field): its bytes as they
+   * came, with their content type, never parsed as JSON.
+   */
+  readonly rawBody: boolean;
   /** No body, or an empty one, reads as `{}` (the method's body_optional option). */
   readonly bodyOptional: boolean;
   readonly pathParams: readonly PathParam[];
@@ -56,6 +61,12 @@ export interface RequestPlan {
 }
 
 const QUERY_CACHE_LIMIT = 256;
+const HTTP_BODY = "google.api.HttpBody";
+
+/** The JSON of a google.api.HttpBody holding `data` as received. */
+export function rawBodyJson(contentType: string | undefined, data: Buffer): JsonValue {
+  return { contentType: contentType ?? "application/octet-stream", data: data.toString("base64") };
+}
 
 /** Validates a binding against its method's input and compiles it. Throws on a bad rule. */
 export function compileRequestPlan(method: DescMethod, binding: HttpBinding, readOptions: Partial<JsonReadOptions>): RequestPlan {
@@ -98,7 +109,8 @@ export function compileRequestPlan(method: DescMethod, binding: HttpBinding, rea
     });
   }
   const bodyOptional = body !== "none" && getOption(method, body_optional);
-  return { input, body, bodyField, bodyOptional, pathParams, readOptions, pathBound, queryCache: new Map() };
+  const rawBody = (body === "all" && input.typeName === HTTP_BODY) || (body === "field" && bodyField?.message?.typeName === HTTP_BODY);
+  return { input, body, bodyField, rawBody, bodyOptional, pathParams, readOptions, pathBound, queryCache: new Map() };
 }
 
 /** One value destined for the message, remembered so a failed parse can name its source. */

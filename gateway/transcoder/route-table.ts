@@ -2,7 +2,8 @@
 // can fail on a contract fails here, at start, never on a request.
 import { getOption, hasOption, type DescMethod, type DescService, type JsonReadOptions, type Registry } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
-import { success_status } from "../../gen/meshwork/api/v1/options_pb.js";
+import { ClientAddress, client_address, forward_headers, success_status } from "../../gen/meshwork/api/v1/options_pb.js";
+import { forwardableHeader } from "../http/forward-headers.js";
 import { isEventStreamType } from "../streams/sse-framer.js";
 import { serviceStyleOf, type ServiceStyle } from "../style.js";
 import { clientFieldPath } from "./field-paths.js";
@@ -23,8 +24,17 @@ export interface CompiledRoute {
   readonly streaming: boolean;
   /** A server stream of meshwork.api.v1.ServerSentEvent(Batch): framed as text/event-stream. */
   readonly eventStream: boolean;
+  /** (meshwork.api.v1.client_address) = DROP: the client's address is neither passed to the service nor logged. */
+  readonly dropClientAddress: boolean;
+  /** (meshwork.api.v1.forward_headers): request headers passed to the service besides the defaults. */
+  readonly forwardHeaders: readonly string[];
   /** A service's field path (from a BadRequest violation) as this route's client names it. */
   renameField(path: string): string;
+  /**
+   * The path as logs may show it: the template when a path variable is a secret (its field is
+   * marked `debug_redact`, e.g. a token in `/v1/enroll/{token}`), else the request's own path.
+   */
+  logPath(rawPath: string): string;
 }
 
 /** One HTTP binding of one method, before compilation. */
@@ -73,6 +83,11 @@ export function compileRouteTable(sources: readonly RouteSource[], registry?: Re
     if (!SUCCESS_STATUSES.has(status)) throw new Error(`${label}: unsupported success_status ${status}`);
     const streaming = method.methodKind === "server_streaming";
     if (streaming && status === 204) throw new Error(`${label}: a stream cannot answer 204`);
+    const forwardHeaders = getOption(method, forward_headers);
+    for (const name of forwardHeaders) {
+      if (!forwardableHeader(name))
+        throw new Error(`${label}: forward_headers cannot name "${name}" (lower-case, not an address or mesh header)`);
+    }
     const request = compileRequestPlan(method, binding, readOptions);
     const response = compileResponsePlan(method, binding, style, status, registry);
     const route: CompiledRoute = {
@@ -85,7 +100,12 @@ export function compileRouteTable(sources: readonly RouteSource[], registry?: Re
       response,
       streaming,
       eventStream: streaming && isEventStreamType(method.output.typeName),
+      dropClientAddress: getOption(method, client_address) === ClientAddress.DROP,
+      forwardHeaders,
       renameField: (path) => clientFieldPath(method.input, request.bodyField, style.jsonNaming, path),
+      logPath: request.pathParams.some((p) => p.field.proto.options?.debugRedact === true)
+        ? () => binding.path.template
+        : (rawPath) => rawPath,
     };
     trie.insert(binding.httpMethod, binding.path, route, label);
     routes.push(route);

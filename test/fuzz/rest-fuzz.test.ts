@@ -6,35 +6,14 @@ import fc from "fast-check";
 import test from "ava";
 import { compileRouteTable, routeSourcesOf, type CompiledRoute } from "../../gateway/transcoder/route-table.js";
 import { typeRegistryOf } from "../../gateway/transcoder/type-registry.js";
-import { file_tracking_v1_asset } from "../../gen/tracking/v1/asset_pb.js";
-import { file_tracking_v1_auth } from "../../gen/tracking/v1/auth_pb.js";
-import { file_tracking_v1_breach } from "../../gen/tracking/v1/breach_pb.js";
-import { file_tracking_v1_device } from "../../gen/tracking/v1/device_pb.js";
-import { file_tracking_v1_event_stream } from "../../gen/tracking/v1/event_stream_pb.js";
-import { file_tracking_v1_geofence } from "../../gen/tracking/v1/geofence_pb.js";
-import { file_tracking_v1_integration } from "../../gen/tracking/v1/integration_pb.js";
-import { file_tracking_v1_observation } from "../../gen/tracking/v1/observation_pb.js";
-import { file_tracking_v1_speed_alert } from "../../gen/tracking/v1/speed_alert_pb.js";
-import { file_tracking_v1_system } from "../../gen/tracking/v1/system_pb.js";
-import { file_tracking_v1_webhook } from "../../gen/tracking/v1/webhook_pb.js";
+import { meshRpcFiles } from "../../services/agents/tools/rpc/contracts.js";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
 const SEED = 20_261_124;
 const RUNS = Number(process.env.MESHWORK_FUZZ_RUNS ?? 250);
 
-const trackingFiles: { services: DescService[] }[] = [
-  file_tracking_v1_asset,
-  file_tracking_v1_auth,
-  file_tracking_v1_breach,
-  file_tracking_v1_device,
-  file_tracking_v1_event_stream,
-  file_tracking_v1_geofence,
-  file_tracking_v1_integration,
-  file_tracking_v1_observation,
-  file_tracking_v1_speed_alert,
-  file_tracking_v1_system,
-  file_tracking_v1_webhook,
-];
+// Every tracking.v1 contract with a service: the list the mesh RPC tools read too.
+const trackingFiles = meshRpcFiles.filter((file) => file.proto.package === "tracking.v1");
 const trackingServices: DescService[] = trackingFiles.flatMap((f) => f.services);
 const routes = compileRouteTable(routeSourcesOf(trackingServices), typeRegistryOf(trackingServices)).routes;
 

@@ -71,6 +71,8 @@ export interface FakeOpenAi {
   requests: RecordedOpenAiRequest[];
   /** The chat requests whose client closed the connection before the answer was complete. */
   closedEarly: number;
+  /** Connections accepted so far (a client that keeps its connection alive opens one). */
+  connections: number;
   /** Replies for the next chat requests, in order; once used up, each request gets `fallback`. */
   script: ScriptedReply[];
   fallback: ScriptedReply;
@@ -93,6 +95,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
     apiKey,
     requests: [],
     closedEarly: 0,
+    connections: 0,
     script: [],
     fallback: { kind: "reply", content: ["Hello", " from", " the", " fake", "."] },
     models: options.models ?? ["gpt-4o-mini", "gpt-4o"],
@@ -110,6 +113,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
   const server = options.tls ? createTlsServer(options.tls, listener) : createServer(listener);
   server.on(options.tls ? "secureConnection" : "connection", (socket: Socket) => {
     sockets.add(socket);
+    fake.connections++;
     socket.on("close", () => sockets.delete(socket));
   });
 

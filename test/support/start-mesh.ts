@@ -2,6 +2,8 @@
 // environment (CI's second pass) it runs against the real PostgreSQL (a fresh database per call)
 // and NATS; otherwise on the embedded defaults in a temporary data directory.
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabaseUrl } from "./test-database.js";
@@ -10,6 +12,7 @@ type Logger = ReturnType<typeof createLogger>;
 import { missingServers, notConfigured, realInfra, realInfraRequired } from "./real-infra.js";
 import { type Mesh, type MeshMode, startMesh } from "../../services/mesh.js";
 import { loadMeshConfig, type MeshConfig } from "../../services/mesh-config.js";
+import type { ServiceModule } from "../../services/runtime/module/index.js";
 
 export interface TestMesh extends Mesh {
   config: MeshConfig;
@@ -27,6 +30,25 @@ export interface TestMeshOptions {
   flags?: string[];
   /** The mesh's logger; by default a silent one (MESHWORK_TEST_LOG=debug shows it). */
   logger?: Logger;
+  /** The modules to host instead of the registry's (same settings schemas). */
+  modules?: readonly ServiceModule[];
+}
+
+// Tor's bulk exit list is outside this machine's reach: every test mesh fetches a loopback copy in
+// the same format (one server per test process) unless a test names its own source.
+let torSource: Promise<string> | undefined;
+function loopbackTorSource(): Promise<string> {
+  torSource ??= new Promise((resolve) => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end("# exit addresses for tests (documentation ranges)\n192.0.2.1\n2001:db8::1\n");
+    });
+    server.listen(0, "127.0.0.1", () => {
+      server.unref();
+      resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/torbulkexitlist`);
+    });
+  });
+  return torSource;
 }
 
 export async function startTestMesh(options: TestMeshOptions = {}): Promise<TestMesh> {
@@ -52,13 +74,16 @@ export async function startTestMesh(options: TestMeshOptions = {}): Promise<Test
     "--Gateway:Server:Port=0",
     "--Telemetry:Exporter=none",
     "--Outbox:PollIntervalMs=200",
+    `--Protection:TorExits:SourceUrl=${await loopbackTorSource()}`,
+    // The agent gateway's own telemetry prints to the console by default; tests that read it wire their own.
+    "--Gateway:Telemetry:Enabled=false",
     ...(databaseUrl ? [`--Database:Url=${databaseUrl}`] : []),
     ...(infra.natsUrl ? [`--Nats:Url=${infra.natsUrl}`] : []),
     ...(options.flags ?? []),
   ];
   const config = loadMeshConfig({ env: {}, flags, cwd: dataDir });
   const logger = options.logger ?? createLogger({ level: process.env.MESHWORK_TEST_LOG ?? "silent" });
-  const mesh = await startMesh({ config, logger, mode });
+  const mesh = await startMesh({ config, logger, mode, modules: options.modules });
   return {
     ...mesh,
     config,

@@ -3,9 +3,10 @@
 
 export interface UntilOptions {
   /**
-   * How long before giving up (default 30 s). Generous, since CI shares two cores between several
-   * suites and a PostgreSQL under that load can stall for seconds; a condition that holds ends the
-   * wait at once, so only a failing test waits this long.
+   * How long before giving up (default 60 s). Generous, since CI shares two cores between several
+   * suites and a PostgreSQL under that load can stall for seconds (a loaded run once waited more
+   * than 30 s for an outbox event); a condition that holds ends the wait at once, so only a failing
+   * test waits this long.
    */
   timeoutMs?: number;
   intervalMs?: number;
@@ -18,7 +19,7 @@ type Truthy<T> = Exclude<T, false | null | undefined | 0 | "">;
  * rows it waited for); throws "gave up waiting for <what>" once `timeoutMs` has passed.
  */
 export async function until<T>(probe: () => T | Promise<T>, what: string, options: UntilOptions = {}): Promise<Truthy<T>> {
-  const { timeoutMs = 30_000, intervalMs = 25 } = options;
+  const { timeoutMs = 60_000, intervalMs = 25 } = options;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

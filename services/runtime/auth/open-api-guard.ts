@@ -19,6 +19,10 @@ export interface GuardedApi {
   readonly listeners: readonly Listener[];
   /** The setting that configures its credentials, named in the refusal. */
   readonly credentialSetting: string;
+  /** The API's own permission to bind publicly without credentials (a setting of its module). */
+  readonly allowAnonymousPublicBind?: boolean;
+  /** The setting that gives that permission, named in the refusal; default Auth:AllowAnonymousPublicBind. */
+  readonly allowSetting?: string;
 }
 
 export interface OpenApiGuardOptions {
@@ -30,14 +34,14 @@ export interface OpenApiGuardOptions {
 export function assertOpenApiBindAllowed(options: OpenApiGuardOptions): void {
   if (options.allowAnonymousPublicBind) return;
   for (const api of options.apis) {
-    if (api.protected) continue;
+    if (api.protected || api.allowAnonymousPublicBind) continue;
     const exposed = api.listeners.filter((l) => !isLoopbackHost(l.host));
     if (exposed.length === 0) continue;
     const where = exposed.map((l) => `${l.setting}=${l.host}`).join(" and ");
     throw new ConfigError(
       `${where} is not a loopback address, but no credential is configured for the ${api.title} API (${api.credentialSetting}), ` +
         `so anyone who can reach it could call every operation. Configure ${api.credentialSetting}, bind to 127.0.0.1, or set ` +
-        `Auth:AllowAnonymousPublicBind=true to serve an open API on a public address.`,
+        `${api.allowSetting ?? "Auth:AllowAnonymousPublicBind"}=true to serve an open API on a public address.`,
     );
   }
 }

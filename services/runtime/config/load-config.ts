@@ -3,7 +3,7 @@
 // variables (`Section__Key`) < command-line flags (`--Section:Key=value`). The settings themselves
 // are zod schemas declared by the runtime and by each service module (setting.ts).
 import { existsSync, readFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { basename, isAbsolute, join, resolve } from "node:path";
 import type { z } from "zod";
 import type { SettingsSchema } from "./setting.js";
 import { collectLeaves, type SettingLeaf } from "./settings-tree.js";
@@ -21,12 +21,19 @@ export interface LoadConfigOptions {
   env?: Record<string, string | undefined>;
   /** Flags only (`--Section:Key=value`, `--Section:Key value`, `--environment Name`). */
   flags?: readonly string[];
-  /** Directory holding appsettings*.json and the base of relative paths. Default: the working directory. */
+  /** The base of relative paths, and where appsettings*.json are unless configDir says. Default: the working directory. */
   cwd?: string;
 }
 
 export interface LoadedConfig {
   environment: string;
+  /**
+   * The directory the appsettings files were read from: `--config-dir`, else MESHWORK_CONFIG_DIR,
+   * else the working directory.
+   */
+  configDir: string;
+  /** The appsettings files of this environment, in the order they apply (whether they exist or not). */
+  configFiles: readonly string[];
   /** The typed settings of one of the schemas the config was loaded with. */
   get<S extends SettingsSchema>(schema: S): z.output<S>;
   /** Where each configured value came from ("default" for defaults), by key. */
@@ -36,12 +43,16 @@ export interface LoadedConfig {
 }
 
 const INDEXED_KEY = /^(.+):(\d+):([^:]+)$/;
+// `List:Setting:0` of a list of plain values.
+const INDEXED_ITEM = /^(.+):(\d+)$/;
 
 export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   const env = options.env ?? process.env;
   const cwd = options.cwd ?? process.cwd();
   const flags = parseFlags(options.flags ?? []);
-  const environment = flags.environment ?? env.MESHWORK_ENVIRONMENT ?? "Production";
+  const environment = flags.environment || env.MESHWORK_ENVIRONMENT || env.ASPNETCORE_ENVIRONMENT || "Production";
+  const configDir = resolve(cwd, flags.configDir || env.MESHWORK_CONFIG_DIR || ".");
+  const configFiles = ["appsettings.json", `appsettings.${environment}.json`].map((file) => join(configDir, file));
   const leaves = collectLeaves(options.schemas);
   const byLowerKey = new Map(leaves.map((leaf) => [leaf.key.toLowerCase(), leaf]));
   const renamed = new Map(Object.entries(options.renamed ?? {}).map(([from, to]) => [from.toLowerCase(), to]));
@@ -60,7 +71,49 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   const raw = new Map<SettingLeaf, { value: unknown; source: string }>();
   // `List:Setting:0:Field` keys of one layer, gathered into whole lists when the layer ends.
   const indexed = new Map<SettingLeaf, { items: Map<number, Record<string, string>>; source: string }>();
+  // Map settings (`Providers:<name>:<Field>`): entries gathered field by field, later layers winning.
+  const maps = leaves.filter((leaf) => leaf.meta.map);
+  const mapValues = new Map<SettingLeaf, Record<string, Record<string, unknown>>>();
+  const mapSources = new Map<string, string>();
+  const placeInMap = (key: string, value: unknown, source: string): boolean => {
+    const lower = key.toLowerCase();
+    const leaf = maps.find((m) => lower.startsWith(`${m.key.toLowerCase()}:`));
+    if (!leaf) return false;
+    const rest = key.slice(leaf.key.length + 1).split(":");
+    if (rest.length < 2 || rest[0] === "")
+      throw new ConfigError(`Unknown setting ${key} (from ${source}): expected ${leaf.key}:<name>:<Field>.`);
+    const entries = mapValues.get(leaf) ?? {};
+    mapValues.set(leaf, entries);
+    const givenName = rest[0]!;
+    const name = Object.keys(entries).find((n) => n.toLowerCase() === givenName.toLowerCase()) ?? givenName;
+    const entry = (entries[name] ??= {});
+    let field = rest.slice(1).join(":");
+    const index = rest.length > 2 && /^\d+$/.test(rest.at(-1)!) ? Number(rest.at(-1)) : undefined;
+    if (index !== undefined) field = rest.slice(1, -1).join(":");
+    const existing = Object.keys(entry).find((f) => f.toLowerCase() === field.toLowerCase());
+    if (existing) field = existing;
+    if (index === undefined) entry[field] = value;
+    else {
+      const list = Array.isArray(entry[field]) ? (entry[field] as unknown[]) : [];
+      list[index] = value;
+      entry[field] = list;
+    }
+    mapSources.set(`${leaf.key}:${name}:${field}`.toLowerCase(), source);
+    return true;
+  };
+  const flagAliases = new Map(leaves.flatMap((leaf) => (leaf.meta.flags ?? []).map((flag) => [flag.toLowerCase(), leaf.key] as const)));
+
+  const items = new Map<SettingLeaf, { values: Map<number, unknown>; source: string }>();
   const place = (key: string, value: unknown, source: string): void => {
+    if (placeInMap(key, value, source)) return;
+    const scalar = INDEXED_ITEM.exec(key);
+    const scalars = scalar ? byLowerKey.get(scalar[1]!.toLowerCase()) : undefined;
+    if (scalars?.meta.scalarList) {
+      const entry = items.get(scalars) ?? { values: new Map(), source };
+      entry.values.set(Number(scalar![2]), value);
+      items.set(scalars, entry);
+      return;
+    }
     const match = INDEXED_KEY.exec(key);
     const list = match ? byLowerKey.get(match[1]!.toLowerCase()) : undefined;
     if (!match || !list?.meta.listFields) {
@@ -79,12 +132,15 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
       raw.set(leaf, { value: ordered, source });
     }
     indexed.clear();
+    for (const [leaf, { values, source }] of items) {
+      raw.set(leaf, { value: [...values.entries()].sort(([a], [b]) => a - b).map(([, v]) => v), source });
+    }
+    items.clear();
   };
 
-  for (const file of ["appsettings.json", `appsettings.${environment}.json`]) {
-    const path = join(cwd, file);
+  for (const path of configFiles) {
     if (!existsSync(path)) continue;
-    for (const [key, value] of Object.entries(readJsonSettings(path))) place(key, value, file);
+    for (const [key, value] of Object.entries(readJsonSettings(path))) place(key, value, basename(path));
     endLayer();
   }
   for (const [name, value] of Object.entries(env)) {
@@ -101,8 +157,22 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
       }
     }
   }
-  for (const [key, value] of flags.values) place(key, value, `flag --${key}`);
+  for (const [key, value] of flags.values) place(flagAliases.get(key.toLowerCase()) ?? key, value, `flag --${key}`);
   endLayer();
+  for (const [leaf, entries] of mapValues) {
+    for (const [name, entry] of Object.entries(entries)) {
+      for (const [field, pattern] of Object.entries(leaf.meta.map?.envFields ?? {})) {
+        if (Object.keys(entry).some((f) => f.toLowerCase() === field.toLowerCase() && entry[f] !== "" && entry[f] !== undefined)) continue;
+        const variable = pattern.replace("{NAME}", name.toUpperCase().replace(/[^A-Z0-9]/g, "_"));
+        const found = env[variable];
+        if (found !== undefined && found !== "") {
+          entry[field] = found;
+          mapSources.set(`${leaf.key}:${name}:${field}`.toLowerCase(), `environment variable ${variable}`);
+        }
+      }
+    }
+    raw.set(leaf, { value: entries, source: "settings" });
+  }
 
   // One nested object of raw values; every schema picks its own leaves out of it.
   const tree: Record<string, unknown> = {};
@@ -139,6 +209,15 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
       const issue = result.error.issues[0]!;
       const leaf = leaves.find((l) => l.owner === schema && l.path.every((name, i) => issue.path[i] === name)) ?? leaves[0]!;
       const entry = raw.get(leaf);
+      if (leaf.meta.map && issue.path.length > leaf.path.length) {
+        const [name, field] = issue.path.slice(leaf.path.length).map(String);
+        const key = field ? `${leaf.key}:${name}:${field}` : `${leaf.key}:${name}`;
+        const value = field ? (entry?.value as Record<string, Record<string, unknown>> | undefined)?.[name!]?.[field] : undefined;
+        const secret = field !== undefined && (leaf.meta.map.secretFields ?? []).some((f) => f.toLowerCase() === field.toLowerCase());
+        const shown = field === undefined || field === "" ? "" : ` = ${secret ? "<redacted>" : JSON.stringify(value)}`;
+        const source = mapSources.get(key.toLowerCase()) ?? "settings";
+        throw new ConfigError(`Invalid setting ${key}${shown} (from ${source}): expected ${issue.message.replace(/^expected /, "")}.`);
+      }
       const shown = leaf.meta.secret || leaf.meta.listFields?.some((f) => f.secret) ? "<redacted>" : JSON.stringify(entry?.value);
       throw new ConfigError(
         `Invalid setting ${leaf.key} = ${shown} (from ${entry?.source ?? "default"}): expected ${issue.message.replace(/^expected /, "")}.`,
@@ -153,6 +232,8 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   }
   return {
     environment,
+    configDir,
+    configFiles,
     sources,
     otelEnv,
     get<S extends SettingsSchema>(schema: S) {
@@ -162,9 +243,10 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   };
 }
 
-function parseFlags(argv: readonly string[]): { environment?: string; values: [string, string][] } {
+function parseFlags(argv: readonly string[]): { environment?: string; configDir?: string; values: [string, string][] } {
   const values: [string, string][] = [];
   let environment: string | undefined;
+  let configDir: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith("--")) throw new ConfigError(`Unexpected argument '${arg}'. Flags look like --Section:Key=value.`);
@@ -178,9 +260,10 @@ function parseFlags(argv: readonly string[]): { environment?: string; values: [s
       i++;
     }
     if (name.toLowerCase() === "environment") environment = value;
+    else if (name.toLowerCase() === "config-dir") configDir = value;
     else values.push([name, value]);
   }
-  return { environment, values };
+  return { environment, configDir, values };
 }
 
 function readJsonSettings(path: string): Record<string, unknown> {

@@ -20,6 +20,33 @@ export interface SettingMeta {
   listFields?: readonly ListFieldSpec[];
   /** A relative path is resolved against the working directory by the loader. */
   path?: boolean;
+  /**
+   * A change in the appsettings files applies to the running process (the module's `reload`);
+   * a change to any other setting is logged as needing a restart and not applied.
+   */
+  reloadable?: boolean;
+  /**
+   * A map of named entries: the loader gathers `<Key>:<name>:<Field>` (and `<Key>:<name>:<Field>:<i>`
+   * for arrays) into `{ name: { Field: value } }`, so entries need no declaration of their own.
+   */
+  map?: MapSpec;
+  /** Command-line flags accepted for this setting besides `--Section:Key` (e.g. `api-key` for `--api-key`). */
+  flags?: readonly string[];
+  /** A list of plain values: given as a JSON array, JSON text, comma-separated text or indexed (`X__0`). */
+  scalarList?: boolean;
+}
+
+/** How the loader reads a map setting (`Providers:<name>:BaseUrl`). */
+export interface MapSpec {
+  /** The entries' fields, as written in appsettings.json (PascalCase). */
+  fields: readonly string[];
+  /**
+   * Environment variables that give a field an entry left unset: `{NAME}` is the entry's name
+   * upper-cased with non-alphanumerics as `_` (e.g. `{ ApiKey: "{NAME}_API_KEY" }`).
+   */
+  envFields?: Readonly<Record<string, string>>;
+  /** Fields never shown. */
+  secretFields?: readonly string[];
 }
 
 /** One field of the records in a list setting (PascalCase, as written in appsettings.json). */
@@ -38,6 +65,10 @@ interface Common<T> {
   default?: T;
   secret?: boolean;
   aliases?: readonly string[];
+  /** Applies without a restart when the appsettings files change (see SettingMeta.reloadable). */
+  reloadable?: boolean;
+  /** Extra command-line flags (`api-key` for `--api-key`). */
+  flags?: readonly string[];
 }
 
 /** A setting with a default always has a value; one without may be unset. */
@@ -55,6 +86,8 @@ function finish<S extends z.ZodType, O extends Common<unknown>>(
     ...(common.default !== undefined ? { shownDefault: String(common.default) } : {}),
     ...(common.secret ? { secret: true } : {}),
     ...(common.aliases ? { aliases: common.aliases } : {}),
+    ...(common.reloadable ? { reloadable: true } : {}),
+    ...(common.flags ? { flags: common.flags } : {}),
     ...extra,
   };
   if (common.default === undefined) {
@@ -65,6 +98,21 @@ function finish<S extends z.ZodType, O extends Common<unknown>>(
   const withDefault = inner.default(common.default as never);
   settingMeta.add(withDefault, meta);
   return withDefault as unknown as Built<S, O>;
+}
+
+/**
+ * `[d.]hh:mm:ss[.fffffff]` as .NET writes a TimeSpan, in milliseconds. Hours are not limited to
+ * 23: `24:00:00` is a day, as .NET reads it.
+ */
+export function parseTimeSpan(value: string): number | undefined {
+  const match = /^\s*(?:(\d+)\.)?(\d+):([0-5]?\d):([0-5]?\d)(?:\.(\d{1,7}))?\s*$/.exec(value);
+  if (!match) return undefined;
+  const [, days, hours, minutes, seconds, fraction] = match;
+  const ms =
+    ((Number(days ?? 0) * 24 + Number(hours)) * 60 + Number(minutes)) * 60_000 +
+    Number(seconds) * 1000 +
+    (fraction ? Math.round(Number(`0.${fraction}`) * 1000) : 0);
+  return Number.isSafeInteger(ms) ? ms : undefined;
 }
 
 const text = (expected: string) => z.string({ error: expected }).refine((v) => v !== "", { error: expected });
@@ -100,6 +148,28 @@ export const setting = {
     return setting.int({ ...options, min: 0, max: 65535 });
   },
 
+  /**
+   * A time span, `[d.]hh:mm:ss[.fffffff]` (`00:05:00`, `1.00:00:00`; `24:00:00` is a day), read as
+   * milliseconds. `min`/`max` bound it (in milliseconds).
+   */
+  timeSpan<O extends Common<string> & { min?: number; max?: number }>(options: O) {
+    const expected = `a time span [d.]hh:mm:ss${options.min !== undefined ? ` of at least ${options.min} ms` : ""}${options.max !== undefined ? ` of at most ${options.max} ms` : ""}`;
+    const inner = z.preprocess(
+      (v) => (typeof v === "string" ? (parseTimeSpan(v) ?? v) : v),
+      z
+        .number({ error: expected })
+        .int({ error: expected })
+        .min(options.min ?? 0, { error: expected })
+        .max(options.max ?? Number.MAX_SAFE_INTEGER, { error: expected }),
+    );
+    const { default: shown, ...rest } = options;
+    const parsed = shown === undefined ? undefined : parseTimeSpan(shown);
+    if (shown !== undefined && parsed === undefined) throw new Error(`default ${shown} is not a time span`);
+    return finish(inner, { ...rest, default: parsed } as Common<number> & { default: number }, expected, {
+      ...(shown !== undefined ? { shownDefault: shown } : {}),
+    }) as unknown as Built<z.ZodType<number, unknown>, O>;
+  },
+
   bool<O extends Common<boolean>>(options: O) {
     const inner = z.preprocess(
       (v) => (typeof v === "string" && /^(true|false)$/i.test(v.trim()) ? v.trim().toLowerCase() === "true" : v),
@@ -125,6 +195,58 @@ export const setting = {
       { error: expected },
     );
     return finish(inner, options, expected);
+  },
+
+  /**
+   * Named entries (`Providers:<name>:<Field>`): the loader gathers every key under the setting into
+   * `{ name: { Field: value } }` (arrays from JSON, `Field:0`, or text). `parse` checks one entry
+   * (fields by their declared spelling, matched case-insensitively) and calls `fail(field, expected)`
+   * for a bad one; the error names `<Key>:<name>:<Field>`.
+   */
+  map<T>(
+    options: Omit<Common<never>, "default"> &
+      MapSpec & {
+        parse: (name: string, fields: Readonly<Record<string, unknown>>, fail: (field: string, expected: string) => never) => T;
+      },
+  ) {
+    const inner = z.unknown().transform((value, ctx): Record<string, T> => {
+      if (value === undefined || value === null) return {};
+      if (typeof value !== "object" || Array.isArray(value)) {
+        ctx.addIssue({ code: "custom", message: `entries as <name>:<Field> keys (${options.fields.join(", ")})` });
+        return z.NEVER;
+      }
+      const out: Record<string, T> = {};
+      for (const [name, entry] of Object.entries(value as Record<string, unknown>)) {
+        class Failed extends Error {}
+        const fail = (field: string, expected: string): never => {
+          ctx.addIssue({ code: "custom", path: [name, field], message: expected });
+          throw new Failed();
+        };
+        try {
+          if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) fail("", "a name of letters, digits, '.', '_' or '-'");
+          if (entry === null || typeof entry !== "object" || Array.isArray(entry)) fail("", `fields ${options.fields.join(", ")}`);
+          const fields: Record<string, unknown> = {};
+          for (const [given, fieldValue] of Object.entries(entry as Record<string, unknown>)) {
+            const field = options.fields.find((f) => f.toLowerCase() === given.toLowerCase());
+            if (!field) fail(given, `no such field (known: ${options.fields.join(", ")})`);
+            if (fieldValue !== null && fieldValue !== undefined && fieldValue !== "") fields[field!] = fieldValue;
+          }
+          out[name] = options.parse(name, fields, fail);
+        } catch (err) {
+          if (err instanceof Failed) return z.NEVER;
+          throw err;
+        }
+      }
+      return out;
+    });
+    const withDefault = inner.default({} as never);
+    settingMeta.add(withDefault, {
+      description: options.description,
+      expected: `entries <name>:<Field> with ${options.fields.join(", ")}`,
+      map: { fields: options.fields, envFields: options.envFields, secretFields: options.secretFields },
+      ...(options.reloadable ? { reloadable: true } : {}),
+    });
+    return withDefault;
   },
 
   /**
@@ -188,11 +310,58 @@ export const setting = {
       expected: shape,
       ...(options.secret ? { secret: true } : {}),
       ...(options.aliases ? { aliases: options.aliases } : {}),
+      ...(options.reloadable ? { reloadable: true } : {}),
       listFields: fields,
     });
     return withDefault;
   },
 };
+
+/**
+ * A list of strings (`["10.0.0.0/8", "::1"]`), as a JSON array in appsettings, JSON or
+ * comma-separated text in a variable or flag, or one item at a time (`X__0=...`). `check` names
+ * what is wrong with an item; unset, the list is empty.
+ */
+export function stringList(options: { description: string; expected: string; check?: (item: string) => string | undefined }) {
+  const shape = `a list of ${options.expected} (a JSON array or comma-separated)`;
+  const inner = z.unknown().transform((value, ctx): string[] => {
+    let items: unknown = value;
+    if (typeof value === "string") {
+      const text = value.trim();
+      if (text.startsWith("[")) {
+        try {
+          items = JSON.parse(text);
+        } catch {
+          ctx.addIssue({ code: "custom", message: shape });
+          return z.NEVER;
+        }
+      } else {
+        items = text === "" ? [] : text.split(",");
+      }
+    }
+    if (!Array.isArray(items)) {
+      ctx.addIssue({ code: "custom", message: shape });
+      return z.NEVER;
+    }
+    const out: string[] = [];
+    for (const [index, item] of items.entries()) {
+      if (typeof item !== "string" || item.trim() === "") {
+        ctx.addIssue({ code: "custom", message: `${shape} (item ${index} is not a non-empty string)` });
+        return z.NEVER;
+      }
+      const problem = options.check?.(item.trim());
+      if (problem) {
+        ctx.addIssue({ code: "custom", message: `${shape} (item ${index}: ${problem})` });
+        return z.NEVER;
+      }
+      out.push(item.trim());
+    }
+    return out;
+  });
+  const withDefault = inner.default([] as never);
+  settingMeta.add(withDefault, { description: options.description, expected: shape, scalarList: true });
+  return withDefault;
+}
 
 /** A tree of settings: nested z.objects whose leaves were built with `setting.*`. */
 export type SettingsSchema = z.ZodObject;

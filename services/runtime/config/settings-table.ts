@@ -11,7 +11,7 @@ export function renderSettingsMarkdown(schemas: readonly SettingsSchema[]): stri
   const rows = collectLeaves(schemas).map(({ key, meta }) => {
     const env = [environmentForm(key), ...(meta.aliases ?? [])].map((e) => `\`${e}\``).join(", ");
     const def = meta.shownDefault === undefined ? "unset" : `\`${meta.shownDefault}\``;
-    return `| \`${key}\` | ${env} | ${def} | ${meta.description} |`;
+    return `| \`${key}\` | ${env} | ${def} | ${meta.description}${meta.reloadable ? " Hot-reloaded." : ""} |`;
   });
   return ["| Setting | Environment | Default | Meaning |", "|---|---|---|---|", ...rows].join("\n");
 }
@@ -22,7 +22,7 @@ export function renderSettingsText(schemas: readonly SettingsSchema[]): string {
   return leaves
     .map(({ key, meta }) => {
       const def = meta.shownDefault === undefined ? "" : ` (default ${meta.shownDefault})`;
-      return `  ${key.padEnd(width)}  ${meta.description}${def}`;
+      return `  ${key.padEnd(width)}  ${meta.description}${meta.reloadable ? " Hot-reloaded." : ""}${def}`;
     })
     .join("\n");
 }

@@ -1,4 +1,5 @@
-// db.reads.byId must read exactly what em.findOne reads, on embedded PGlite and on real PostgreSQL.
+// db.reads.byId must read exactly what em.findOne reads, and db.reads.statement run one prepared
+// statement, on embedded PGlite and on real PostgreSQL.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -120,6 +121,13 @@ for (const real of realServers(test, "postgres", ["postgres"]) ? [false, true] :
       t.deepEqual(viaReads, row);
     }
     t.true((await db.reads.byId(GadgetEntity, full.id))!.seenAt instanceof Date);
+    const listed = await db.reads.where(GadgetEntity, "readstest_gadgets_by_count", `where "count" = $1 order by "name" nulls first`, [3]);
+    t.deepEqual(
+      listed.map((row) => ({ ...row })),
+      (await db.em().find(GadgetEntity, { count: 3 }, { orderBy: { name: "asc nulls first" } })).map((row) => ({ ...row })),
+      "where reads the rows the ORM's find reads, in the clause's order",
+    );
+    t.deepEqual(listed, [empty, full]);
   });
 
   test(name("byId answers null for a missing row and keeps working after many calls on few connections"), async (t) => {
@@ -148,5 +156,83 @@ for (const real of realServers(test, "postgres", ["postgres"]) ? [false, true] :
     await t.throwsAsync(() => db.reads.byId(LedgerEntity, "4f0d7a5c-9e6f-4a5b-9c2d-1e0f9a8b7c63"), {
       message: /ReadsLedger\.amount: column type numeric\(12,2\)/,
     });
+  });
+
+  test(name("statement runs one prepared statement again and again, concurrently, with its own values"), async (t) => {
+    const db = await open(t, real);
+    const em = db.em();
+    for (const [id, count] of [
+      ["5a1e8b6d-0f7a-4b6c-8d3e-2f1a0b9c8d74", 1],
+      ["6b2f9c7e-1a8b-4c7d-9e4f-3a2b1c0d9e85", 2],
+    ] as const) {
+      em.create(GadgetEntity, {
+        id,
+        name: null,
+        weight: null,
+        count,
+        active: true,
+        tags: null,
+        extra: null,
+        seenAt: null,
+        createdAt: new Date(),
+      });
+    }
+    await em.flush();
+    const bump = (id: string, by: number) =>
+      db.reads.statement<{ count: number }>(
+        "readstest_bump",
+        'update "readstest_gadget" set "count" = "count" + $2 where "id" = $1 returning "count"',
+        [id, by],
+      );
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        bump(i % 2 ? "5a1e8b6d-0f7a-4b6c-8d3e-2f1a0b9c8d74" : "6b2f9c7e-1a8b-4c7d-9e4f-3a2b1c0d9e85", 1),
+      ),
+    );
+    t.deepEqual(await bump("5a1e8b6d-0f7a-4b6c-8d3e-2f1a0b9c8d74", 0), [{ count: 11 }]);
+    t.deepEqual(await bump("6b2f9c7e-1a8b-4c7d-9e4f-3a2b1c0d9e85", 0), [{ count: 12 }]);
+    t.deepEqual(await bump("7c3a0d8f-2b9c-4d8e-8f5a-4b3c2d1e0f96", 1), [], "no row, no answer");
+    await t.throwsAsync(() => bump("not-a-uuid", 1), { message: /uuid/ });
+    t.deepEqual(await bump("5a1e8b6d-0f7a-4b6c-8d3e-2f1a0b9c8d74", 0), [{ count: 11 }], "a failed statement leaves the lane usable");
+  });
+
+  test(name("byIdShared: concurrent reads share a statement and each gets byId's answer, a bad key failing alone"), async (t) => {
+    const db = await open(t, real);
+    const em = db.em();
+    const ids = ["8d4b1e9a-3c0d-4e9f-9a6b-5c4d3e2f1a07", "9e5c2f0b-4d1e-4f0a-8b7c-6d5e4f3a2b18"];
+    for (const [i, id] of ids.entries()) {
+      em.create(GadgetEntity, {
+        id,
+        name: `g${i}`,
+        weight: null,
+        count: i,
+        active: true,
+        tags: null,
+        extra: null,
+        seenAt: new Date("2026-11-25T06:00:00.000Z"),
+        createdAt: new Date(),
+      });
+    }
+    await em.flush();
+    const missing = "0f6d3a1c-5e2f-4a1b-9c8d-7e6f5a4b3c29";
+    // Upper case: the same uuid to PostgreSQL, and the same answer.
+    const asked = [ids[0]!, ids[1]!, missing, ids[0]!, ids[1]!.toUpperCase()];
+    const shared = await Promise.all(asked.map((id) => db.reads.byIdShared(GadgetEntity, id)));
+    const alone = await Promise.all(asked.map((id) => db.reads.byId(GadgetEntity, id)));
+    t.deepEqual(shared, alone);
+    t.deepEqual(
+      shared.map((row) => row?.name ?? null),
+      ["g0", "g1", null, "g0", "g1"],
+    );
+    t.true(shared[0]!.seenAt instanceof Date);
+    const mixed = await Promise.allSettled([
+      db.reads.byIdShared(GadgetEntity, ids[0]!),
+      db.reads.byIdShared(GadgetEntity, "not-a-uuid"),
+      db.reads.byIdShared(GadgetEntity, missing),
+    ]);
+    t.like(mixed[0], { status: "fulfilled", value: { name: "g0" } });
+    t.is(mixed[1]!.status, "rejected", "the bad key fails");
+    t.like(mixed[2], { status: "fulfilled", value: null });
+    t.is((await db.reads.byIdShared(GadgetEntity, ids[1]!))?.name, "g1", "a lone read after a failed batch");
   });
 }

@@ -78,7 +78,8 @@ export function createMailQueue(options: MailQueueOptions): MailQueue {
     ? smtpSender(settings.url, { requireTls: settings.requireTls, ...(options.tls ? { tls: options.tls } : {}) })
     : fileSender(join(options.dataDir, "mail"));
 
-  let queuedSinceCommit = false;
+  // The entity managers that queued a message whose transaction has not committed yet.
+  const queuedBy = new WeakSet<object>();
   let running = false;
   let stopping = false;
   let loop: Promise<void> | undefined;
@@ -87,12 +88,15 @@ export function createMailQueue(options: MailQueueOptions): MailQueue {
   const inFlight = new Set<Promise<void>>();
 
   // Every transaction of this database runs on a fork whose event manager is cloned from this one,
-  // so the subscriber hears each commit: the one that made a queued message visible wakes the worker.
+  // so the subscriber hears each commit: the one that made a queued message visible (the commit of
+  // the entity manager the message was queued on, as `em.transactional` or its flush reports it)
+  // wakes the worker. Any other commit, the worker's own claims included, wakes nothing: a wake
+  // before the message is visible would find nothing and sleep until the next poll.
   db.orm.em.getEventManager().registerSubscriber({
-    afterTransactionCommit() {
-      if (!queuedSinceCommit || !running) return;
-      queuedSinceCommit = false;
-      wake();
+    afterTransactionCommit(args) {
+      if (!args.em || !queuedBy.has(args.em)) return;
+      queuedBy.delete(args.em);
+      if (running) wake();
     },
   });
 
@@ -134,8 +138,12 @@ export function createMailQueue(options: MailQueueOptions): MailQueue {
       const retry = !failure.permanent && mail.attemptNumber < maxAttempts;
       const delayMs = retry ? backoffDelayMs(mail.attemptNumber, backoff) : undefined;
       await db.em().transactional((em) => recordFailure(tables.queue, em, mail, failure.error, delayMs));
-      if (retry) logger.info({ ...log, error: failure.error, retryInMs: delayMs }, "mail not sent; will retry");
-      else
+      if (retry) {
+        logger.info({ ...log, error: failure.error, retryInMs: delayMs }, "mail not sent; will retry");
+        // The loop may have measured the queue while this message was out (and seen nothing due):
+        // it looks again, so the retry goes out at its time rather than at the next poll.
+        wake();
+      } else
         logger.warn(
           { ...log, error: failure.error },
           failure.permanent
@@ -208,7 +216,7 @@ export function createMailQueue(options: MailQueueOptions): MailQueue {
           updatedAt: now,
         }),
       );
-      queuedSinceCommit = true;
+      queuedBy.add(em);
       return id;
     },
     start() {

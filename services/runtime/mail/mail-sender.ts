@@ -89,7 +89,7 @@ function message(mail: OutgoingMail): Mail.Options {
     ...(mail.html !== null ? { html: mail.html } : {}),
     messageId: `<${mail.id}@${domain}>`,
     date: mail.createdAt,
-    // Plain messages, as typed: no tracking, no remote content, nothing loaded.
+    // Plain messages, as typed: no read receipts, no remote content, nothing loaded.
     disableFileAccess: true,
     disableUrlAccess: true,
   };

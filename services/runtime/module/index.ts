@@ -3,6 +3,7 @@ export {
   type CommandDeps,
   defineModule,
   type FrontDeclaration,
+  type FrontPolicy,
   isProtected,
   type ModuleAuth,
   type ModuleCommand,

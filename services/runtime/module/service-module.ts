@@ -4,6 +4,7 @@
 // runs in the background, and which of its spans are few enough to print on a console. The runtime
 // offers the mechanisms and names no service.
 import type { DescService } from "@bufbuild/protobuf";
+import type { Interceptor } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { ErrorStyle, JsonNaming } from "../../../gen/meshwork/api/v1/options_pb.js";
 import type { ApiKeyStore, BearerVerifier, RoleRanking } from "../auth/index.js";
@@ -18,6 +19,8 @@ export interface ModuleDeps<Settings = unknown> {
   /** The mesh's settings (database, bus, fronts, ...), for modules that report them. */
   runtime: RuntimeSettings;
   environment: string;
+  /** The standard OTEL_* variables, for a module that runs telemetry of its own. */
+  otelEnv: Readonly<Record<string, string>>;
   db: Database;
   bus: EventBus;
   /** Wakes the outbox relay after a commit that recorded events. */
@@ -40,6 +43,22 @@ export interface FrontDeclaration<Settings> {
   /** Style of the answers the gateway makes itself (404, 405, 413, ...); methods use their service's option. */
   errorStyle: ErrorStyle;
   jsonNaming: JsonNaming;
+  /** Cross-origin access, the client's address behind proxies and the request log of the front. */
+  policy?(settings: Settings): FrontPolicy;
+}
+
+/** What a front does for every request beyond translating it, as its module configures it. */
+export interface FrontPolicy {
+  /** CORS: preflights answered by the front, allowed origins told so. Unset: no CORS headers. */
+  cors?: {
+    allowedOrigins?: readonly string[];
+    allowedMethods?: readonly string[];
+    allowCredentials?: boolean;
+  };
+  /** X-Forwarded-For is believed from these proxies (CIDRs) when forwardedHeaders is on. */
+  clientAddress?: { forwardedHeaders: boolean; trustedProxies: readonly string[] };
+  /** A log line per request with the caller's key name and the client address. */
+  verbose?: boolean;
 }
 
 /** How a module's callers prove who they are; the one auth interceptor enforces the contract with it. */
@@ -111,18 +130,33 @@ export interface ServiceModule<S extends SettingsSchema = SettingsSchema> {
   auth(settings: SettingsOf<S>): ModuleAuth;
   /** The setting that configures those credentials, named when an open API would bind publicly. */
   credentialSetting?: string;
+  /**
+   * A setting of the module's own that lets its open API bind publicly (besides the mesh's
+   * Auth:AllowAnonymousPublicBind), named in the refusal.
+   */
+  allowAnonymousPublicBind?: { setting: string; value(settings: SettingsOf<S>): boolean };
   /** Its instruments as telemetry should treat them (the console's low-volume span scopes). */
   telemetry?: ModuleTelemetry;
   /** Builds the handlers and starts the module's workers. */
-  start(deps: ModuleDeps<SettingsOf<S>>): Promise<ModuleRuntime>;
+  start(deps: ModuleDeps<SettingsOf<S>>): Promise<ModuleRuntime<SettingsOf<S>>>;
   /** Administrative commands (`meshwork <module> <command> ...`). */
   commands?: readonly ModuleCommand<SettingsOf<S>>[];
 }
 
-export interface ModuleRuntime {
+export interface ModuleRuntime<Settings = unknown> {
   services: ServiceRegistration[];
+  /**
+   * Run around the module's own services, outermost first, outside the auth interceptor: they see
+   * every call, the ones auth refuses included (a per-caller rate limit, an audit of refusals).
+   */
+  interceptors?: Interceptor[];
   /** Background work, stopped in reverse order before the database and bus close. */
   workers?: Worker[];
+  /**
+   * Takes settings changed in the appsettings files while running: called with the module's whole
+   * settings when one of its `reloadable` settings changed (the others keep their start-up values).
+   */
+  reload?(settings: Settings): Promise<void> | void;
 }
 
 /** Checks a module against its own settings type; the registry holds them untyped. */

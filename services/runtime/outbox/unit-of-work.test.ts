@@ -49,34 +49,75 @@ async function openAt(t: ExecutionContext, target: string): Promise<Database> {
   return db;
 }
 
+/** A relay that counts its wake-ups and what it would find in the outbox at the last one. */
+function relayWatch(db: Database) {
+  const relay = {
+    wakes: 0,
+    // What a relay woken now would find: the rows must already be committed.
+    visibleAtWake: undefined as Promise<number> | undefined,
+    notify() {
+      relay.wakes++;
+      relay.visibleAtWake = db.em().count(OutboxEvent);
+    },
+  };
+  return relay;
+}
+
 for (const target of targets) {
   test(`${target}: a commit writes the change and its events, then wakes the relay once`, async (t) => {
     const db = await openAt(t, target);
-    let wakes = 0;
-    // What a relay woken now would find: the rows must already be committed.
-    let visibleAtWake: Promise<number> | undefined;
-    const uow = createUnitOfWork({
-      db,
-      outbox: {
-        notify() {
-          wakes++;
-          visibleAtWake = db.em().count(OutboxEvent);
-        },
-      },
-    });
+    const relay = relayWatch(db);
+    const uow = createUnitOfWork({ db, outbox: relay });
     const ids = await uow.run(async (tx) => {
       tx.em.create(GadgetEntity, { id: crypto.randomUUID(), name: "g1" });
       const first = tx.record(events.created, { value: "g1" });
       const second = tx.record(events.updated, { value: "g1 renamed" });
-      t.is(wakes, 0, "nothing is woken before the commit");
+      t.is(relay.wakes, 0, "nothing is woken before the commit");
       return [first, second];
     });
-    t.is(wakes, 1);
+    t.is(relay.wakes, 1);
     const rows = await db.em().find(OutboxEvent, {}, { orderBy: { createdAt: "asc" } });
     t.deepEqual(rows.map((r) => r.id).sort(), [...ids].sort());
     t.deepEqual(rows.map((r) => r.subject).sort(), ["uowtest.v1.widget.created", "uowtest.v1.widget.updated"]);
     t.is(await db.em().count(GadgetEntity), 1);
-    t.is(await visibleAtWake, 2, "the relay is woken after the rows are committed");
+    t.is(await relay.visibleAtWake, 2, "the relay is woken after the rows are committed");
+  });
+
+  test(`${target}: statement writes a change and its events in one statement, then wakes the relay once`, async (t) => {
+    const db = await openAt(t, target);
+    const relay = relayWatch(db);
+    const uow = createUnitOfWork({ db, outbox: relay });
+    const id = crypto.randomUUID();
+    await uow.statement((tx) => {
+      const [insert] = tx.outboxInserts([{ schema: events.created, message: { value: "g2" } }]);
+      return {
+        sql: `with w0 as (insert into "uowtest_gadget" ("id", "name") values (?, ?)), w1 as (${insert!.sql}) select 1`,
+        bindings: [id, "g2", ...insert!.bindings],
+      };
+    });
+    t.is(relay.wakes, 1);
+    t.like(await db.em().findOneOrFail(GadgetEntity, { id }), { name: "g2" });
+    t.deepEqual(
+      (await db.em().find(OutboxEvent, {})).map((r) => r.subject),
+      ["uowtest.v1.widget.created"],
+    );
+    t.is(await relay.visibleAtWake, 1, "the relay is woken after the statement");
+    // A statement that records no event has nothing for the relay; a failing one wakes nothing either.
+    await uow.statement(() => ({
+      sql: `insert into "uowtest_gadget" ("id", "name") values (?, ?)`,
+      bindings: [crypto.randomUUID(), "quiet"],
+    }));
+    await t.throwsAsync(
+      uow.statement((tx) => {
+        const [insert] = tx.outboxInserts([{ schema: events.created, message: { value: "lost" } }]);
+        return {
+          sql: `with w0 as (insert into "uowtest_gadget" ("id", "name") values (?, ?)), w1 as (${insert!.sql}) select 1`,
+          bindings: [id, "dup", ...insert!.bindings],
+        };
+      }),
+    );
+    t.is(relay.wakes, 1);
+    t.is(await db.em().count(OutboxEvent), 1, "the failed statement wrote no event");
   });
 
   test(`${target}: a rollback leaves neither the change nor an event, and wakes nothing`, async (t) => {

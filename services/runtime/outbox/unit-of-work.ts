@@ -36,6 +36,13 @@ export interface UnitOfWork {
    * when `work` throws, everything it wrote (its events included) rolls back and the error is rethrown.
    */
   run<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
+  /**
+   * A change and its events written by one statement on its own (autocommitted: no begin and
+   * commit round trips): `build` is given `outboxInserts` and answers the statement (`?`
+   * placeholders), typically `with w0 as (<change>), w1 as (<outbox insert>) select 1`. The relay
+   * is woken once after it when it wrote events.
+   */
+  statement(build: (events: Pick<Transaction, "outboxInserts">) => { sql: string; bindings: readonly unknown[] }): Promise<void>;
 }
 
 export interface UnitOfWorkDeps {
@@ -64,6 +71,20 @@ export function createUnitOfWork(deps: UnitOfWorkDeps): UnitOfWork {
       });
       if (recorded) deps.outbox.notify();
       return result;
+    },
+    async statement(build) {
+      let recorded = false;
+      const { sql, bindings } = build({
+        outboxInserts(events, now = new Date()) {
+          if (events.length) recorded = true;
+          return outboxInserts(outboxRows(events, now), now);
+        },
+      });
+      await deps.db
+        .em()
+        .getConnection()
+        .execute(sql, [...bindings]);
+      if (recorded) deps.outbox.notify();
     },
   };
 }

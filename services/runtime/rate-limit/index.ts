@@ -9,3 +9,19 @@ export {
   type RateLimitRule,
   windowOf,
 } from "./rate-limiter.js";
+export {
+  createSlidingWindowLimiter,
+  type SlidingWindowDecision,
+  type SlidingWindowLimiter,
+  type SlidingWindowOptions,
+  type SlidingWindowRule,
+  type SlidingWindowTable,
+  slidingWindowTable,
+} from "./sliding-window.js";
+export {
+  RATE_LIMIT_HEADERS,
+  requestLimitInterceptor,
+  type RequestLimitOptions,
+  type RequestLimitSettings,
+  type RefusalReport,
+} from "./request-limit-interceptor.js";

@@ -1,31 +1,15 @@
 // startTelemetry against fake collectors (OTLP/HTTP, Zipkin) listening locally, and the
 // trace-header helpers for hops that are not RPCs.
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { metrics, trace } from "@opentelemetry/api";
 import test from "ava";
+import { startFakeOtlp } from "../../../test/support/fake-otlp.js";
 import { startTelemetry } from "./start-telemetry.js";
 import { injectTraceHeaders, withExtractedContext } from "./trace-headers.js";
 
-interface Received {
-  path: string;
-  contentType: string | undefined;
-  body: string;
-}
-
-async function fakeCollector(t: { teardown(fn: () => void): void }) {
-  const received: Received[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      received.push({ path: req.url ?? "", contentType: req.headers["content-type"], body: Buffer.concat(chunks).toString() });
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => server.close());
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received };
+async function fakeCollector(t: { teardown(fn: () => Promise<void>): void }) {
+  const collector = await startFakeOtlp();
+  t.teardown(() => collector.close());
+  return collector;
 }
 
 function memoryLogger() {

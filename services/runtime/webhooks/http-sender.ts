@@ -25,8 +25,8 @@ export interface HttpSenderOptions {
 }
 
 export function createHttpSender(options: HttpSenderOptions): HttpSender {
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: options.maxSockets };
-  const agents = { "http:": new http.Agent(agentOptions), "https:": new https.Agent(agentOptions) };
+  const poolOptions = { keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: options.maxSockets };
+  const pools = { "http:": new http.Agent(poolOptions), "https:": new https.Agent(poolOptions) };
 
   async function post(url: URL, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<HttpAnswer> {
     // Resolved before every attempt: what the name pointed to last time proves nothing now.
@@ -38,7 +38,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
         url,
         {
           method: "POST",
-          agent: agents[url.protocol as "http:" | "https:"],
+          agent: pools[url.protocol as "http:" | "https:"],
           headers: { ...headers, "content-length": String(payload.length) },
           lookup: pinnedLookup(checked) as unknown as LookupFunction,
           signal,
@@ -62,8 +62,8 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
   return {
     post,
     close() {
-      agents["http:"].destroy();
-      agents["https:"].destroy();
+      pools["http:"].destroy();
+      pools["https:"].destroy();
     },
   };
 }
