@@ -9,6 +9,7 @@ import { isUniqueViolation } from "./auth-service.js";
 import type { ProtectionDeps } from "./deps.js";
 import { checkDisplayName, checkEmail } from "./domain/account-rules.js";
 import { accepted, refusal } from "./errors.js";
+import { dropResetTokens } from "./password-reset.js";
 import { AccountEntity, type AccountRow } from "./store/entities.js";
 import { bearerOf } from "./tokens/token-service.js";
 
@@ -20,6 +21,22 @@ function toAccount(row: AccountRow, own: boolean) {
     ...(own ? { email: row.email } : {}),
     displayName: row.displayName,
     createdAt: timestampFromDate(row.createdAt),
+  };
+}
+
+/** The notice to the old address: if the change was not its owner's, they learn of it there. */
+function emailChangeNotice(to: string, displayName: string, newEmail: string) {
+  return {
+    to,
+    subject: "Your e-mail address was changed",
+    text: [
+      `Hello ${displayName},`,
+      "",
+      `the e-mail address of your Meshwork Protection account was changed from ${to} to ${newEmail}.`,
+      "Mail about the account, password resets included, now goes to the new address.",
+      "",
+      "If you did not make this change, someone else may hold your password: contact your administrator.",
+    ].join("\n"),
   };
 }
 
@@ -47,8 +64,14 @@ export function accountService(deps: ProtectionDeps): ServiceImpl<typeof Account
           if (!found) throw notFound();
           const emailChanged = changes.email !== undefined && changes.email !== found.email;
           if (changes.displayName === undefined && !emailChanged) return found;
+          const previousEmail = found.email;
           tx.em.assign(found, { ...changes, updatedAt: new Date() });
           tx.record(AccountUpdatedSchema, { accountId: found.id, emailChanged });
+          if (emailChanged) {
+            // A reset token mailed to the old address no longer opens the account.
+            await dropResetTokens(tx.em, found.id);
+            deps.mail.enqueue(tx.em, emailChangeNotice(previousEmail, found.displayName, found.email));
+          }
           await tx.em.flush();
           return found;
         });

@@ -1,4 +1,5 @@
-// protection.v1.AuthService handlers: register, login, refresh, logout and the public keys.
+// protection.v1.AuthService handlers: register, login, refresh, logout and the public keys (the
+// password reset's two are in password-reset.ts).
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { AuthService } from "../../gen/protection/v1/auth_pb.js";
 import { AccountRegisteredSchema } from "../../gen/protection/v1/events_pb.js";
@@ -6,9 +7,13 @@ import { currentIdentity } from "../runtime/auth/index.js";
 import { clientAddressOf } from "../runtime/host/index.js";
 import type { RateLimitRule } from "../runtime/rate-limit/index.js";
 import type { ProtectionDeps } from "./deps.js";
+import { lockAddress } from "./relations.js";
 import { checkDisplayName, checkEmail, checkPassword } from "./domain/account-rules.js";
 import { uuidv7 } from "./domain/ids.js";
-import { accepted, rateLimited, refusal, unauthenticated } from "./errors.js";
+import { accepted, rateLimited, refusal, unauthenticated, withinLimit } from "./errors.js";
+import { claimPartnerInvitations } from "./partner-service.js";
+import { passwordResetHandlers } from "./password-reset.js";
+import { claimOrganizationInvitations } from "./organization-members.js";
 import { emailList, type ProtectionSettings } from "./settings.js";
 import { AccountEntity, type AccountRow, LoginLockEntity } from "./store/entities.js";
 import { bearerOf } from "./tokens/token-service.js";
@@ -23,6 +28,9 @@ export function configuredRole(settings: ProtectionSettings, email: string): "ad
   return undefined;
 }
 
+/** The rate limiter's key of an e-mail's failed logins (a successful login or a reset clears it). */
+export const loginFailuresKey = (email: string) => `login-failures:${email}`;
+
 export function isUniqueViolation(err: unknown): boolean {
   return (
     (err as { code?: string } | null)?.code === "23505" || (err as { name?: string } | null)?.name === "UniqueConstraintViolationException"
@@ -32,12 +40,7 @@ export function isUniqueViolation(err: unknown): boolean {
 export function authService(deps: ProtectionDeps): ServiceImpl<typeof AuthService> {
   const { protection } = deps.settings;
 
-  async function limit(key: string, rule: RateLimitRule): Promise<void> {
-    const decision = await deps.limits.hit(key, rule);
-    if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
-  }
-
-  const lockKey = (email: string) => `login-failures:${email}`;
+  const limit = (key: string, rule: RateLimitRule) => withinLimit(deps.limits, key, rule);
 
   async function lockedFor(email: string): Promise<number> {
     const lock = await deps.db.em().findOne(LoginLockEntity, { emailHash: digestKey(email) });
@@ -47,7 +50,7 @@ export function authService(deps: ProtectionDeps): ServiceImpl<typeof AuthServic
 
   async function recordFailure(email: string): Promise<void> {
     const { maxFailures, windowSeconds, durationSeconds } = protection.lockout;
-    const failures = await deps.limits.hit(lockKey(email), { limit: maxFailures, windowSeconds });
+    const failures = await deps.limits.hit(loginFailuresKey(email), { limit: maxFailures, windowSeconds });
     if (failures.hits < maxFailures) return;
     const lockedUntil = new Date(Date.now() + durationSeconds * 1000);
     await deps.db
@@ -58,7 +61,7 @@ export function authService(deps: ProtectionDeps): ServiceImpl<typeof AuthServic
          on conflict ("email_hash") do update set "locked_until" = excluded."locked_until"`,
         [digestKey(email), lockedUntil],
       );
-    await deps.limits.reset(lockKey(email));
+    await deps.limits.reset(loginFailuresKey(email));
   }
 
   return {
@@ -80,8 +83,11 @@ export function authService(deps: ProtectionDeps): ServiceImpl<typeof AuthServic
       };
       try {
         await deps.uow.run(async (tx) => {
+          await lockAddress(tx.em, email);
           tx.em.persist(tx.em.create(AccountEntity, account));
           tx.record(AccountRegisteredSchema, { accountId: account.id, role: account.role });
+          await claimPartnerInvitations(tx.em, account);
+          await claimOrganizationInvitations(tx, account);
         });
       } catch (err) {
         if (isUniqueViolation(err))
@@ -106,7 +112,7 @@ export function authService(deps: ProtectionDeps): ServiceImpl<typeof AuthServic
         await recordFailure(email);
         throw unauthenticated("INVALID_CREDENTIALS", INVALID_CREDENTIALS);
       }
-      await deps.limits.reset(lockKey(email));
+      await deps.limits.reset(loginFailuresKey(email));
       const pair = await deps.uow.run((tx) => deps.tokens.issue(tx, account));
       return pair;
     },
@@ -120,6 +126,8 @@ export function authService(deps: ProtectionDeps): ServiceImpl<typeof AuthServic
       await deps.uow.run((tx) => deps.tokens.revokeFamily(tx, caller.sid, caller.name, "logout"));
       return {};
     },
+
+    ...passwordResetHandlers(deps),
 
     getJwks() {
       const jwk = deps.tokens.key.publicKey.export({ format: "jwk" });

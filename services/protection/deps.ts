@@ -1,4 +1,5 @@
 // What the device protection handlers need from the process that hosts them.
+import type { MailQueue } from "../runtime/mail/index.js";
 import type { ModuleDeps } from "../runtime/module/index.js";
 import type { UnitOfWork } from "../runtime/outbox/index.js";
 import type { RateLimiter } from "../runtime/rate-limit/index.js";
@@ -11,4 +12,6 @@ export type ProtectionDeps = ModuleDeps<ProtectionSettings> & {
   hasher: PasswordHasher;
   tokens: TokenService;
   limits: RateLimiter;
+  /** Mail queued in the caller's transaction: `mail.enqueue(tx.em, { to, subject, text })`. */
+  mail: MailQueue;
 };

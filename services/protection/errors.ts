@@ -2,6 +2,7 @@
 // the code the REST front writes as `error` (INVALID_CREDENTIALS, EMAIL_ALREADY_EXISTS, ...).
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import type { RateLimiter, RateLimitRule } from "../runtime/rate-limit/index.js";
 
 const DOMAIN = "protection.meshwork";
 
@@ -31,4 +32,10 @@ export function unauthenticated(reason: string, message: string): ConnectError {
 /** 429 RATE_LIMIT_EXCEEDED with Retry-After in seconds. */
 export function rateLimited(retryAfterSeconds: number, message = "Too many requests; try again later."): ConnectError {
   return refusal(Code.ResourceExhausted, "RATE_LIMIT_EXCEEDED", message, { "retry-after": String(retryAfterSeconds) });
+}
+
+/** Counts one request against `rule` under `key`; over the limit, 429 RATE_LIMIT_EXCEEDED. */
+export async function withinLimit(limits: RateLimiter, key: string, rule: RateLimitRule): Promise<void> {
+  const decision = await limits.hit(key, rule);
+  if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
 }

@@ -15,7 +15,7 @@ import type { Database } from "../../runtime/database/index.js";
 import type { Transaction, UnitOfWork } from "../../runtime/outbox/index.js";
 import { refusal, unauthenticated } from "../errors.js";
 import { protectionRoles, type ProtectionSettings } from "../settings.js";
-import { type AccountRow, RefreshTokenEntity } from "../store/entities.js";
+import { type AccountRow, RefreshTokenEntity, RevokedFamilyEntity } from "../store/entities.js";
 import { type AccessClaims, LEEWAY_SECONDS, type SigningKey, signAccessToken, verifyAccessToken } from "./jwt.js";
 import { uuidv7 } from "../domain/ids.js";
 import { protectionStream, subjects } from "../events/subjects.js";
@@ -45,6 +45,8 @@ export interface TokenService {
   refresh(refreshToken: string, accountOf: (em: EntityManager, id: string) => Promise<AccountRow | null>): Promise<TokenPair>;
   /** Revokes a family in the transaction; every instance refuses its tokens once it commits. */
   revokeFamily(tx: Transaction, familyId: string, accountId: string, reason: string): Promise<void>;
+  /** Revokes every family of the account not yet revoked (e.g. `password_reset`); answers how many. */
+  revokeAccount(tx: Transaction, accountId: string, reason: string): Promise<number>;
   verifier: BearerVerifier;
   /** Follows revocations made by other instances. */
   start(): Promise<void>;
@@ -98,13 +100,11 @@ export function createTokenService(deps: TokenServiceDeps): TokenService {
       if (known > Date.now()) return true;
       revoked.delete(sid);
     }
-    const rows = await deps.db
-      .em()
-      .getConnection()
-      .execute<{ access_expires_at: Date }[]>(`select "access_expires_at" from "protection_revoked_family" where "family_id" = ?`, [sid]);
-    const row = rows[0];
-    if (row) remember(sid, new Date(row.access_expires_at).getTime());
-    return row !== undefined;
+    // Every authenticated call asks: a prepared primary-key read shared by the calls of one turn of
+    // the event loop (byIdShared in prepared-reads.ts).
+    const row = await deps.db.reads.byIdShared(RevokedFamilyEntity, sid);
+    if (row) remember(sid, row.accessExpiresAt.getTime());
+    return row !== null;
   }
 
   const accessLifetime = jwt.accessTokenLifetimeSeconds;
@@ -213,6 +213,20 @@ export function createTokenService(deps: TokenServiceDeps): TokenService {
       tx.record(TokenFamilyRevokedSchema, { accountId, sid: familyId, reason, accessExpiresAt: timestampFromDate(accessExpiresAt) });
       // This instance knows at once; the others when the event arrives, or on their next check.
       remember(familyId, accessExpiresAt.getTime());
+    },
+
+    async revokeAccount(tx, accountId, reason) {
+      // A family lives as long as its newest refresh token row: a family whose rows were pruned
+      // had its last access token expire long before.
+      const families = await tx.em.getConnection().execute<{ family_id: string }[]>(
+        `select distinct t."family_id" from "protection_refresh_token" t
+         where t."account_id" = ? and not exists (select 1 from "protection_revoked_family" r where r."family_id" = t."family_id")`,
+        [accountId],
+        "all",
+        tx.em.getTransactionContext(),
+      );
+      for (const { family_id } of families) await service.revokeFamily(tx, family_id, accountId, reason);
+      return families.length;
     },
 
     verifier: {
