@@ -1,10 +1,46 @@
 // The agent gateway (interface: shared/spec/agent-gateway-api.md), as a module the mesh can host.
-// Its front listens on Gateway:Server:Port (18789) with `{ error, message }` errors; agents,
-// providers and hubs arrive with the agent gateway issues, so every path answers 404 today.
+// Its front listens on Gateway:Server:Port (18789) with `{ error: <reason phrase>, message }`
+// errors and the policy of front-settings.ts (keys, rate limit, CORS). It serves agents (spawn,
+// list, stop, turns with the tool-call loop through the provider pool), their sessions and the
+// providers, the audit ring, chat channels and health; agents, sessions, turns and tool calls live
+// in the mesh database, so every instance sees the same ones, and events go through the outbox to
+// the stream AGENTS.
 import { z } from "zod";
+import { AgentService } from "../../gen/agents/v1/agent_pb.js";
+import { GatewayEventService } from "../../gen/agents/v1/event_stream_pb.js";
+import { HealthService } from "../../gen/agents/v1/health_pb.js";
+import { ProviderService } from "../../gen/agents/v1/provider_pb.js";
+import { SessionService } from "../../gen/agents/v1/session_pb.js";
 import { ErrorStyle, JsonNaming } from "../../gen/meshwork/api/v1/options_pb.js";
-import { setting } from "../runtime/config/index.js";
-import { defineModule } from "../runtime/module/index.js";
+import { ConfigError, type SettingsOf, setting } from "../runtime/config/index.js";
+import { redactUrl } from "../runtime/database/index.js";
+import { defineService } from "../runtime/host/index.js";
+import { createHubConnectionTokens, hubTokenKeys, hubTokenKeyTable } from "../runtime/hubs/index.js";
+import { defineModule, type ModuleDeps } from "../runtime/module/index.js";
+import { createUnitOfWork } from "../runtime/outbox/index.js";
+import { agentService, providerService } from "./agents/agent-service.js";
+import { Agents } from "./agents/agents.js";
+import { AgentEntity } from "./agents/entities.js";
+import { createProviderPool, pooledProviders } from "./agents/provider-setup.js";
+import { type TelemetryProviders, type TurnInstruments, turnInstruments } from "./agents/turn-telemetry.js";
+import { agentsStream } from "./agents-stream.js";
+import { auditParts } from "./audit/module-parts.js";
+import type { AuditLog } from "./audit/types.js";
+import { channelsParts } from "./channels/module-parts.js";
+import { createGatewayEventStream } from "./event-stream/gateway-event-service.js";
+import { CredentialStore, credentialBackendsFromEnv, expandDataDir } from "./credentials/index.js";
+import { AgentsCore0001 } from "./migrations/0001-core.js";
+import { jobsParts } from "./tools/jobs/index.js";
+import { memoryTasksParts } from "./tools/memory/module-parts.js";
+import { SessionEntity, ToolCallEntity, TurnEntity } from "./sessions/entities.js";
+import { agentsAuth, agentsFrontInterceptors, agentsFrontMigrations, agentsFrontPolicy, gatewayFrontSettings } from "./front-settings.js";
+import { agentHealthService, createAgentHealth } from "./health/index.js";
+import { secretValuesOf } from "./tools/environment/index.js";
+import { toolsParts } from "./tools/module-parts.js";
+import { sessionService } from "./sessions/session-service.js";
+import { type AgentTelemetry, createAgentTelemetry } from "./telemetry/agent-telemetry.js";
+import { gatewayTelemetrySettings } from "./telemetry/telemetry-settings.js";
+import { agentsCoreSections, gatewayAgentsSettings } from "./settings.js";
 
 export const agentsSettings = z.object({
   services: z.object({
@@ -17,31 +53,240 @@ export const agentsSettings = z.object({
     }),
   }),
   gateway: z.object({
-    server: z.object({
-      port: setting.port({ default: 18789, description: "Port of the agent gateway's REST front, hubs and health probes." }),
-    }),
+    ...gatewayFrontSettings,
+    agents: gatewayAgentsSettings,
+    telemetry: gatewayTelemetrySettings,
   }),
+  ...agentsCoreSections,
 });
+
+export type AgentsSettings = SettingsOf<typeof agentsSettings>;
+
+export { agentsStream };
+
+/** The HMAC keys of hub connection tokens (/hubs/agent, /hubs/events), shared by every instance. */
+const hubKeys = hubTokenKeyTable("agents_hub_token_key");
+
+/**
+ * Test seams: an AuditLog to record with instead of the ring (alongside it, for tests that read
+ * what was audited), and tracer and meter providers in place of the Gateway:Telemetry ones.
+ */
+export interface AgentsWiring {
+  audit?: AuditLog;
+  telemetry?: TelemetryProviders;
+}
+
+export const agentsWiring: AgentsWiring = {};
 
 export const agentsModule = defineModule({
   name: "agents",
   title: "agent gateway",
   settings: agentsSettings,
   renamedSettings: { "Gateway:Agents:Port": "Gateway:Server:Port" },
-  services: [],
-  database: { name: "agents", entities: [], migrations: [] },
-  streams: [],
+  services: [
+    AgentService,
+    SessionService,
+    ProviderService,
+    HealthService,
+    GatewayEventService,
+    ...auditParts.services,
+    ...channelsParts.services,
+    ...toolsParts.services,
+  ],
+  database: {
+    name: "agents",
+    entities: [
+      AgentEntity,
+      SessionEntity,
+      TurnEntity,
+      ToolCallEntity,
+      hubKeys.entity,
+      ...auditParts.entities,
+      ...channelsParts.entities,
+      ...memoryTasksParts.entities,
+      ...jobsParts.entities,
+      ...toolsParts.entities,
+    ],
+    migrations: [
+      { name: "agents-0001-core", class: AgentsCore0001 },
+      ...auditParts.migrations,
+      ...channelsParts.migrations,
+      ...agentsFrontMigrations,
+      ...hubKeys.migrations.map((migration) => ({ name: "agents-0005-hub-token-keys", class: migration })),
+      ...memoryTasksParts.migrations,
+      ...jobsParts.migrations,
+      ...toolsParts.migrations,
+    ],
+  },
+  streams: [agentsStream],
   front: {
     name: "agents",
     title: "agent gateway REST front",
     port: (settings) => settings.gateway.server.port,
-    errorStyle: ErrorStyle.ERROR_MESSAGE,
+    errorStyle: ErrorStyle.REASON_PHRASE,
     jsonNaming: JsonNaming.LOWER_CAMEL,
+    host: (settings) => settings.gateway.server.host,
+    hostSetting: "Gateway:Server:Host",
+    policy: agentsFrontPolicy,
   },
   address: (settings) => settings.services.agents.address,
-  // X-API-Key with User < Operator < Admin (Gateway:Auth:*) arrives with the agent gateway's rpcs.
-  auth: () => ({}),
-  async start() {
-    return { services: [] };
+  // X-API-Key (gRPC x-api-key) of Gateway:Auth:ApiKeys, roles user < operator < admin.
+  auth: agentsAuth,
+  credentialSetting: "Gateway:Auth:Enabled with Gateway:Auth:ApiKeys",
+  allowAnonymousPublicBind: {
+    setting: "Gateway:Auth:AllowAnonymousPublicBind",
+    value: (settings) => settings.gateway.auth.allowAnonymousPublicBind,
+  },
+  async start(deps: ModuleDeps<AgentsSettings>) {
+    const { settings } = deps;
+    const defaultProvider = settings.gateway.agents.defaultProvider;
+    const names = Object.keys(settings.providers);
+    if (defaultProvider !== undefined && !names.includes(defaultProvider)) {
+      throw new ConfigError(
+        `Invalid setting Gateway:Agents:DefaultProvider = ${JSON.stringify(defaultProvider)}: expected the name of a provider under Providers (${names.length ? `configured: ${names.join(", ")}` : "none is configured"}).`,
+      );
+    }
+    const dataDir = expandDataDir(settings.agentGateway.dataDir, process.cwd());
+    const credentials = new CredentialStore({ dataDir, ...credentialBackendsFromEnv(process.env) });
+    const providerSetup = (current: AgentsSettings) => ({
+      providers: current.providers,
+      agents: current.gateway.agents,
+      gateway: current.agentGateway,
+      credentials,
+      logger: deps.logger,
+    });
+    const pool = createProviderPool(providerSetup(settings));
+    const telemetry = createAgentTelemetry({
+      settings: settings.gateway.telemetry,
+      otelEnv: deps.otelEnv,
+      serviceVersion: "0.1.0",
+      logger: deps.logger,
+    });
+    // What hot reload changes while running (the rate limit is read on every request).
+    let live = settings;
+    const uow = createUnitOfWork(deps);
+    const auditing = auditParts.start(deps, { capacity: settings.agentGateway.auditCapacity });
+    const audit = alsoTo(auditing.ring, agentsWiring.audit);
+    const channels = await channelsParts.start(deps, { audit });
+    const instruments = agentsWiring.telemetry ? turnInstruments(agentsWiring.telemetry) : liveInstruments(telemetry);
+    const tools = await toolsParts.start({
+      db: deps.db,
+      uow,
+      logger: deps.logger,
+      settings: settings.tools,
+      dataDir,
+      audit,
+      instruments,
+      pool,
+      credentials,
+      secrets: () => secretValuesOf(agentsSettings, live),
+    });
+    const agents = new Agents({
+      db: deps.db,
+      uow,
+      pool,
+      audit,
+      settings: settings.gateway.agents,
+      logger: deps.logger,
+      instruments,
+      tools,
+    });
+    const turnSettings = {
+      turnTimeout: settings.gateway.agents.turnTimeout,
+      maxToolRounds: settings.agentGateway.maxToolRounds,
+      providerProbeSeconds: settings.agentGateway.providerProbeSeconds,
+    };
+    const { runtime, db } = deps;
+    const health = createAgentHealth({
+      activeAgents: () => db.em().count(AgentEntity, {}),
+      providers: () => pool.list(),
+      db,
+      dbPath: runtime.database.url ? redactUrl(runtime.database.url) : `${runtime.data.dir}/pg`,
+      dataDir,
+      minFreeDiskBytes: settings.agentGateway.health.minFreeDiskMb * 1024 * 1024,
+      maxHeapBytes: settings.agentGateway.health.maxHeapMb * 1024 * 1024,
+    });
+    const hubTokens = createHubConnectionTokens({ keys: hubTokenKeys({ db, table: hubKeys }) });
+    const gatewayEvents = createGatewayEventStream({ bus: deps.bus, stream: agentsStream.name, logger: deps.logger, tokens: hubTokens });
+    pool.start();
+    const idle = agents.startIdleWorker();
+    const jobs = await jobsParts.start({ db, tools: settings.tools, dataDir, logger: deps.logger });
+    return {
+      services: [
+        defineService(AgentService, agentService(agents, turnSettings, hubTokens)),
+        defineService(SessionService, sessionService(deps.db)),
+        defineService(ProviderService, providerService(agents)),
+        agentHealthService(health),
+        defineService(GatewayEventService, gatewayEvents.impl),
+        ...auditing.services,
+        ...channels.services,
+        ...tools.services,
+      ],
+      interceptors: agentsFrontInterceptors({ settings, db, logger: deps.logger, audit, rateLimit: () => live.gateway.rateLimit }),
+      // Hot reload (appsettings files): Gateway:RateLimit:*, Providers:* and Gateway:Telemetry:*.
+      async reload(next: AgentsSettings) {
+        const before = live;
+        live = next;
+        if (JSON.stringify(before.providers) !== JSON.stringify(next.providers)) {
+          pool.replace(pooledProviders(providerSetup(next)), next.gateway.agents.defaultProvider);
+        }
+        if (JSON.stringify(before.gateway.telemetry) !== JSON.stringify(next.gateway.telemetry)) {
+          await telemetry.reconfigure(next.gateway.telemetry);
+        }
+      },
+      workers: [
+        { name: "agent gateway telemetry", stop: () => telemetry.shutdown() },
+        ...channels.workers,
+        { name: "gateway event stream", stop: () => gatewayEvents.stop() },
+        { name: "provider pool", stop: () => pool.close() },
+        { name: "idle agents", stop: () => idle.stop() },
+        jobs,
+        ...tools.workers,
+      ],
+    };
   },
 });
+
+/** The ring, and a test's own log beside it. */
+function alsoTo(ring: AuditLog, extra: AuditLog | undefined): AuditLog {
+  if (!extra) return ring;
+  return {
+    async record(em, entry) {
+      await ring.record(em, entry);
+      await extra.record(em, entry);
+    },
+  };
+}
+
+/** The turn's tracers and instruments, read from the agent telemetry at each use, so a reconfigure (hot reload) takes effect. */
+function liveInstruments(telemetry: AgentTelemetry): TurnInstruments {
+  return {
+    get agent() {
+      return telemetry.tracer("App.Agent");
+    },
+    get providers() {
+      return telemetry.tracer("App.Providers");
+    },
+    get tools() {
+      return telemetry.tracer("App.Tools");
+    },
+    get turns() {
+      return telemetry.instruments.turns;
+    },
+    get turnDuration() {
+      return telemetry.instruments.turnDuration;
+    },
+    get tokens() {
+      return telemetry.instruments.tokens;
+    },
+    get toolInvocations() {
+      return telemetry.instruments.toolInvocations;
+    },
+    get providerErrors() {
+      return telemetry.instruments.providerErrors;
+    },
+    get providerLatency() {
+      return telemetry.instruments.providerLatency;
+    },
+  };
+}

@@ -87,9 +87,19 @@ export function createChatCompletionsClient(options: ChatCompletionsClientOption
         return;
       }
       const parser = new SseParser();
+      let finished = false;
       for await (const chunk of response as AsyncIterable<Buffer>) {
-        for (const event of parser.push(chunk)) if (handle(event.data)) return;
+        if (finished) continue;
+        for (const event of parser.push(chunk)) {
+          finished = handle(event.data);
+          if (finished) break;
+        }
+        // The reply is whole. Leaving the loop destroys the response and with it the connection:
+        // when the rest of the HTTP message is already in, it is read to its end instead (no wait),
+        // so the connection goes back to the keep-alive pool for the next turn.
+        if (finished && !response.complete) return;
       }
+      if (finished) return;
       for (const event of parser.end()) if (handle(event.data)) return;
     } catch (error) {
       if (error instanceof Transient || error instanceof ProviderError) throw error;

@@ -33,6 +33,17 @@ const tools: ToolDefinition[] = [
   },
 ];
 
+test.serial("turns one after the other reuse one kept-alive connection: a finished reply does not close it", async (t) => {
+  const chatty = provider();
+  const before = fake.connections;
+  for (let i = 0; i < 3; i++) {
+    const result = await chatty.chat({ model: "gpt-4o-mini", messages, tools }, () => {});
+    t.is(result.message.content, "Hello from the fake.");
+  }
+  t.is(fake.connections - before, 1);
+  t.is(fake.closedEarly, 0);
+});
+
 test.serial("streams the deltas in order and answers the assembled message, finish reason and usage", async (t) => {
   fake.script.push({ kind: "reply", content: ["Hel", "lo", ", ", "world"], usage: { prompt_tokens: 12, completion_tokens: 4 } });
   const deltas: string[] = [];
