@@ -3,4 +3,5 @@
 import { register } from "tsx/esm/api";
 
 register();
-await import("../services/cli.ts");
+const { main } = await import("../services/cli.ts");
+await main(process.argv.slice(2));

@@ -15,6 +15,7 @@ Modes:
   all                 every service and every REST front in one process (default)
   serve <service>     one service on the service host (gRPC, gRPC-web, Connect); services: ${modules.map((m) => m.name).join(", ")}
   gateway             the REST fronts only, calling services over gRPC (Services:<Name>:Address)
+  gateway restart     restarts the agent gateway installed as a service (app-daemon restart)
   credentials ...     the agent gateway's credential store: set <name> (stdin), list, remove <name>, rotate;
                       no database, no mesh (meshwork credentials --help)
 
@@ -22,7 +23,9 @@ Commands (on the configured database):
 ${modules.flatMap((m) => (m.commands ?? []).map((c) => `  ${`${m.name} ${c.name} ${c.usage}`.padEnd(46)} ${c.description}`)).join("\n")}
 
 Options:
-  --environment <name>   picks appsettings.<name>.json (default Production; env MESHWORK_ENVIRONMENT)
+  --environment <name>   picks appsettings.<name>.json (default Production; env MESHWORK_ENVIRONMENT,
+                         then ASPNETCORE_ENVIRONMENT)
+  --config-dir <dir>     where appsettings*.json are (default: the working directory; env MESHWORK_CONFIG_DIR)
   --help                 this text
 
 Settings (flags --Key=value, environment Section__Key, or appsettings.json):
@@ -64,7 +67,22 @@ function parseMode(args: string[]): { mode: MeshMode; flags: string[] } {
   throw new ConfigError(`Unknown mode '${first}'.`);
 }
 
-async function main(argv: string[]): Promise<void> {
+/** What `app-daemon run` learns of the mesh it runs: when it is up and when it starts to stop. */
+export interface MeshLifecycle {
+  /** Every front listens; `fronts` are their names and base URLs. */
+  up?(fronts: readonly { name: string; url: string }[]): void;
+  /** SIGTERM or SIGINT: before the mesh closes. */
+  stopping?(): void | Promise<void>;
+}
+
+/** `meshwork <argv>` (bin/meshwork.js, and `app-daemon run`). */
+export async function main(argv: string[], lifecycle: MeshLifecycle = {}): Promise<void> {
+  if (argv[0] === "gateway" && argv[1] === "restart") {
+    // The agent gateway installed as a service: the same as `app-daemon restart`.
+    const { daemonMain } = await import("./daemon/cli.js");
+    await daemonMain(["restart", ...argv.slice(2)]);
+    return;
+  }
   if (argv[0] === "credentials") {
     process.exitCode = await runCredentialsCommand(argv.slice(1), modules);
     return;
@@ -116,12 +134,14 @@ async function main(argv: string[]): Promise<void> {
     process.exit(1);
   });
   logger.info({ mode: mode.kind, environment: config.environment }, "meshwork is up");
+  lifecycle.up?.(mesh.fronts.map(({ name, url }) => ({ name, url })));
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
+    await lifecycle.stopping?.();
     await mesh.close();
     await telemetry.shutdown();
     process.exit(0);
@@ -146,5 +166,3 @@ async function runCommand(call: CommandCall): Promise<void> {
     process.exit(1);
   }
 }
-
-await main(process.argv.slice(2));

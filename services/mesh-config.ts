@@ -18,6 +18,8 @@ import { modules as registered } from "./registry.js";
 
 export interface MeshConfig extends LoadedConfig {
   runtime: RuntimeSettings;
+  /** Loads the configuration again from the same files, environment and flags (hot reload). */
+  load(): MeshConfig;
 }
 
 function schemasOf(modules: readonly ServiceModule[]): SettingsSchema[] {
@@ -30,7 +32,7 @@ export function loadMeshConfig(
 ): MeshConfig {
   const renamed = Object.assign({}, renamedRuntimeSettings, ...modules.map((m) => m.renamedSettings ?? {}));
   const loaded = loadConfig({ ...options, schemas: schemasOf(modules), renamed });
-  return { ...loaded, runtime: loaded.get(runtimeSettings) };
+  return { ...loaded, runtime: loaded.get(runtimeSettings), load: () => loadMeshConfig(options, modules) };
 }
 
 /** The README's configuration table: `npm run settings-table`. */

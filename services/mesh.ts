@@ -1,13 +1,13 @@
 // Composition root: wires configuration, database, bus, outbox relay, service host and REST
 // fronts for one of the three run modes (all-in-one, one service, gateway only).
-import type { Transport } from "@connectrpc/connect";
+import type { Interceptor, Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { createFront } from "../gateway/index.js";
 import type { MeshConfig } from "./mesh-config.js";
 import { modules as registered } from "./registry.js";
 import { assertOpenApiBindAllowed, authInterceptor, openApiWarning } from "./runtime/auth/index.js";
 import { type EventBus, openBus } from "./runtime/bus/index.js";
-import { ConfigError, redactUrl } from "./runtime/config/index.js";
+import { type ConfigWatch, ConfigError, leavesOf, redactUrl, runtimeSettings, watchConfig } from "./runtime/config/index.js";
 import { type Database, openDatabase } from "./runtime/database/index.js";
 import {
   buildRoutes,
@@ -29,6 +29,8 @@ export interface MeshOptions {
   config: MeshConfig;
   logger: Logger;
   mode: MeshMode;
+  /** The modules to host; default: the registry's (tests put a module of their own in one's place). */
+  modules?: readonly ServiceModule[];
 }
 
 export interface RunningFront {
@@ -55,8 +57,8 @@ export function modulesFor(mode: MeshMode, modules: readonly ServiceModule[] = r
   return [module];
 }
 
-export async function startMesh({ config, logger, mode }: MeshOptions): Promise<Mesh> {
-  const modules = modulesFor(mode);
+export async function startMesh({ config, logger, mode, modules: hosted }: MeshOptions): Promise<Mesh> {
+  const modules = modulesFor(mode, hosted);
   const runtime = config.runtime;
   const settingsOf = (module: ServiceModule) => config.get(module.settings);
   // Before anything opens: bad keys, or an open API on a public address, stop start-up.
@@ -69,9 +71,11 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       title: m.title,
       protected: guarded(m),
       credentialSetting: m.credentialSetting ?? "its credentials",
+      allowAnonymousPublicBind: m.allowAnonymousPublicBind?.value(settingsOf(m)) ?? false,
+      allowSetting: m.allowAnonymousPublicBind?.setting,
       listeners: [
         ...(mode.kind !== "gateway" ? [{ setting: "Services:Host", host: runtime.services.host }] : []),
-        ...(mode.kind !== "service" ? [{ setting: m.front.hostSetting ?? "Fronts:Host", host: frontHost(m) }] : []),
+        ...(mode.kind !== "service" ? [{ setting: frontHostSetting(m), host: frontHost(m) }] : []),
       ],
     })),
   });
@@ -81,6 +85,10 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       await closer().catch((err: unknown) => logger.error({ err }, "error during shutdown"));
     }
   };
+  /** The setting that chose the front's address: the module's own when set, else Fronts:Host. */
+  function frontHostSetting(module: ServiceModule): string {
+    return module.front.host?.(settingsOf(module)) !== undefined ? (module.front.hostSetting ?? "Fronts:Host") : "Fronts:Host";
+  }
   function frontHost(module: ServiceModule): string {
     return module.front.host?.(settingsOf(module)) ?? runtime.fronts.host;
   }
@@ -118,20 +126,32 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
       closers.push(() => relay.stop());
 
       const registrations: { registration: ServiceRegistration; auth: ModuleAuth }[] = [];
+      const reloaders: { module: ServiceModule; reload: (settings: unknown) => Promise<void> | void }[] = [];
+      // Interceptors a module runs around its own services (outside auth), by service name.
+      const ownInterceptors = new Map<string, readonly Interceptor[]>();
       for (const module of modules) {
         const started = await module.start({
           settings: settingsOf(module),
           runtime,
           environment: config.environment,
+          otelEnv: config.otelEnv,
           db,
           bus,
           outbox: relay,
           logger,
         });
         for (const worker of started.workers ?? []) closers.push(() => worker.stop());
-        for (const registration of started.services) registrations.push({ registration, auth: auths.get(module)! });
+        if (started.reload) reloaders.push({ module, reload: started.reload.bind(started) as (settings: unknown) => Promise<void> | void });
+        for (const registration of started.services) {
+          registrations.push({ registration, auth: auths.get(module)! });
+          if (started.interceptors?.length) ownInterceptors.set(registration.service.typeName, started.interceptors);
+        }
         const openWarning = guarded(module) ? undefined : openApiWarning({ title: module.title, protected: false });
         if (openWarning) logger.warn(openWarning);
+      }
+      if (reloaders.length > 0) {
+        const watch = watchModuleSettings(config, modules, reloaders, logger);
+        closers.push(async () => watch.stop());
       }
       // Auth before validation: an unauthenticated caller learns nothing about a request's shape.
       const auth = authInterceptor({
@@ -144,6 +164,7 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           requestContextInterceptor,
           serverTracingInterceptor(),
           errorInterceptor(logger, { unavailableRetryAfterSeconds: runtime.fronts.unavailableRetryAfterSeconds }),
+          perServiceInterceptor(ownInterceptors),
           auth,
           requiredFieldsInterceptor,
           // Text PostgreSQL cannot store (NUL, lone surrogates) is refused here, naming the field, for every caller.
@@ -195,6 +216,7 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
           maxConnections: runtime.fronts.maxConnections,
           maxHeaderBytes: runtime.fronts.maxHeaderBytes,
           unavailableRetryAfterSeconds: runtime.fronts.unavailableRetryAfterSeconds,
+          ...declared.policy?.(settingsOf(module)),
         });
         const { port } = await front.listen();
         closers.push(() => front.close());
@@ -208,6 +230,45 @@ export async function startMesh({ config, logger, mode }: MeshOptions): Promise<
     await close();
     throw err;
   }
+}
+
+/** Hot reload: a change of a module's reloadable settings in the appsettings files reaches its `reload`. */
+function watchModuleSettings(
+  config: MeshConfig,
+  modules: readonly ServiceModule[],
+  reloaders: readonly { module: ServiceModule; reload: (settings: unknown) => Promise<void> | void }[],
+  logger: Logger,
+): ConfigWatch {
+  const keysOf = new Map(reloaders.map(({ module }) => [module, new Set(leavesOf(module.settings).map((leaf) => leaf.key))]));
+  return watchConfig({
+    current: config,
+    load: () => config.load(),
+    schemas: [runtimeSettings, ...modules.map((m) => m.settings)],
+    logger,
+    async onChange(applied, changedKeys) {
+      for (const { module, reload } of reloaders) {
+        if (changedKeys.some((key) => keysOf.get(module)!.has(key))) await reload(applied.get(module.settings));
+      }
+    },
+  });
+}
+
+/** Runs each service's own interceptors (a module's); a service without any goes straight on. */
+function perServiceInterceptor(byService: ReadonlyMap<string, readonly Interceptor[]>): Interceptor {
+  return (next) => {
+    // Connect builds the chain once per method; the method's service is known at the first call.
+    const chains = new Map<string, ReturnType<Interceptor>>();
+    return (req) => {
+      const own = byService.get(req.service.typeName);
+      if (own === undefined) return next(req);
+      let chain = chains.get(req.service.typeName);
+      if (chain === undefined) {
+        chain = own.reduceRight<ReturnType<Interceptor>>((inner, interceptor) => interceptor(inner), next);
+        chains.set(req.service.typeName, chain);
+      }
+      return chain(req);
+    };
+  };
 }
 
 /**
