@@ -2,8 +2,21 @@
 declare module "autocannon" {
   import type { EventEmitter } from "node:events";
 
+  /** One request as setupRequest sees and returns it. */
+  export interface AutocannonRequest {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+  }
+
   interface Options {
     url: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    /** Request templates, cycled; setupRequest rewrites each one before it is sent. */
+    requests?: { setupRequest?: (request: AutocannonRequest) => AutocannonRequest }[];
     connections?: number;
     pipelining?: number;
     /** Seconds. */

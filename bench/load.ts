@@ -1,7 +1,7 @@
 // Load generators for the benchmark: autocannon for HTTP/1.1, a bounded closed loop for RPC
 // clients. Both keep every latency sample in float milliseconds (autocannon's own histogram
 // rounds to whole milliseconds, too coarse for sub-millisecond budgets).
-import autocannon from "autocannon";
+import autocannon, { type AutocannonRequest } from "autocannon";
 import { performance } from "node:perf_hooks";
 
 export interface LoadResult {
@@ -22,12 +22,25 @@ export interface LoadOptions {
   readonly durationMs: number;
 }
 
-/** Keep-alive HTTP/1.1 GETs on `connections` sockets, one request in flight on each. */
-export async function httpLoad(url: string, options: LoadOptions, onMeasureStart?: () => void): Promise<LoadResult> {
-  if (options.warmupMs > 0) await runAutocannon(url, options.connections, options.warmupMs, undefined);
+/** What each request is, when not a plain GET of the URL: `next()` makes every request anew (e.g. another device). */
+export interface HttpRequestShape {
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  readonly body?: string;
+  readonly next?: () => { path?: string; headers?: Record<string, string>; body?: string };
+}
+
+/** Keep-alive HTTP/1.1 requests (GETs unless `shape` says otherwise) on `connections` sockets, one in flight on each. */
+export async function httpLoad(
+  url: string,
+  options: LoadOptions,
+  onMeasureStart?: () => void,
+  shape?: HttpRequestShape,
+): Promise<LoadResult> {
+  if (options.warmupMs > 0) await runAutocannon(url, options.connections, options.warmupMs, undefined, shape);
   onMeasureStart?.();
   const samples: number[] = [];
-  const result = await runAutocannon(url, options.connections, options.durationMs, samples);
+  const result = await runAutocannon(url, options.connections, options.durationMs, samples, shape);
   return summarise(samples, result.elapsedMs, result.errors);
 }
 
@@ -36,9 +49,21 @@ async function runAutocannon(
   connections: number,
   durationMs: number,
   samples: number[] | undefined,
+  shape: HttpRequestShape | undefined,
 ): Promise<{ elapsedMs: number; errors: number }> {
   let started = 0;
-  const instance = autocannon({ url, connections, pipelining: 1, duration: durationMs / 1000, timeout: 10 });
+  const next = shape?.next;
+  const instance = autocannon({
+    url,
+    connections,
+    pipelining: 1,
+    duration: durationMs / 1000,
+    timeout: 10,
+    ...(shape?.method ? { method: shape.method } : {}),
+    ...(shape?.headers ? { headers: shape.headers } : {}),
+    ...(shape?.body !== undefined ? { body: shape.body } : {}),
+    ...(next ? { requests: [{ setupRequest: (request: AutocannonRequest) => ({ ...request, ...next() }) }] } : {}),
+  });
   instance.on("start", () => (started = performance.now()));
   let errors = 0;
   instance.on("response", (_client, statusCode, _bytes, responseTime) => {

@@ -5,11 +5,8 @@
 //   (b) Connect client → service host            (e) grpc-js client → hand-written grpc-js + pg
 //   (d) grpc-js client → service host            (f) REST through `meshwork gateway` → `meshwork serve tracking`
 //   (g) (a) with the shipped telemetry and logging defaults
-import { spawn, type ChildProcess } from "node:child_process";
-import { once } from "node:events";
+import type { ChildProcess } from "node:child_process";
 import { cpus } from "node:os";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
@@ -20,11 +17,11 @@ import { createTestDatabaseUrl, type TestDatabase } from "../test/support/test-d
 import { backgroundLoad, cpuSnapshot, cpuUsage, type CpuUsage } from "./cpu.js";
 import { grpcAssetClient } from "./grpc-client.js";
 import { closedLoop, httpLoad, type LoadOptions, type LoadResult } from "./load.js";
-import type { ReadyMessage, ServerRole } from "./servers.js";
+import { type Child, startChild, stopChild } from "./children.js";
+import type { ServerRole } from "./servers.js";
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres";
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
-const START_TIMEOUT_MS = 60_000;
 const TARGET_RPS_RATIO = 0.6;
 const TARGET_P50_GAP_MS = 0.5;
 const TARGET_GRPC_RATIO = 0.8;
@@ -79,13 +76,6 @@ interface Measured {
   readonly cpu: CpuUsage;
   /** Server µs per request of each process, when the case runs on more than one. */
   readonly split?: readonly { role: ServerRole; usPerRequest: number }[];
-}
-
-interface Child {
-  readonly process: ChildProcess;
-  readonly ready: ReadyMessage["benchReady"];
-  /** Bytes the process wrote to stdout besides its ready line (logs, telemetry). */
-  readonly stdoutBytes: () => number;
 }
 
 async function main(): Promise<void> {
@@ -209,49 +199,6 @@ async function startServers(databaseUrl: string, roles: Set<ServerRole>, childre
     await start("gateway", tracking.serviceUrl);
   }
   return started;
-}
-
-async function startChild(role: ServerRole, args: string[], children: ChildProcess[]): Promise<Child> {
-  const script = fileURLToPath(new URL("./servers.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", ...profileFlags(role), script, role, ...args], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  children.push(child);
-  let stdoutBytes = 0;
-  const ready = await new Promise<ReadyMessage["benchReady"]>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${role} server did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
-    child.once("exit", (code) => reject(new Error(`${role} server exited early (code ${code})`)));
-    createInterface({ input: child.stdout! }).on("line", (line) => {
-      if (line.startsWith('{"benchReady"')) {
-        clearTimeout(timer);
-        resolve((JSON.parse(line) as ReadyMessage).benchReady);
-      } else if (role === "defaults") {
-        // The shipped defaults' own output is what that case measures: counted, not shown.
-        stdoutBytes += Buffer.byteLength(line) + 1;
-      } else {
-        // The servers' own warnings and errors stay visible.
-        process.stderr.write(`[${role}] ${line}\n`);
-      }
-    });
-  });
-  return { process: child, ready, stdoutBytes: () => stdoutBytes };
-}
-
-// BENCH_CPU_PROF=<role> (mesh, defaults, tracking, gateway, raw, grpc-raw) writes a V8 CPU profile
-// of that server into bench/profiles/.
-function profileFlags(role: string): string[] {
-  if (process.env.BENCH_CPU_PROF !== role) return [];
-  const dir = fileURLToPath(new URL("./profiles/", import.meta.url));
-  return ["--cpu-prof", `--cpu-prof-dir=${dir}`];
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, "exit");
-  child.stdin?.end();
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 async function seedAsset(gatewayUrl: string): Promise<string> {

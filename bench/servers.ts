@@ -15,12 +15,12 @@ import { loadMeshConfig } from "../services/mesh-config.js";
 import { createLogger } from "../services/runtime/logging/index.js";
 import { startMeshTelemetry } from "../services/mesh-telemetry.js";
 
-export type MeshRole = "mesh" | "defaults" | "tracking" | "gateway";
+export type MeshRole = "mesh" | "defaults" | "tracking" | "gateway" | "protection";
 export type ServerRole = MeshRole | "raw" | "grpc-raw";
-const roles: readonly ServerRole[] = ["mesh", "defaults", "tracking", "gateway", "raw", "grpc-raw"];
+const roles: readonly ServerRole[] = ["mesh", "defaults", "tracking", "gateway", "protection", "raw", "grpc-raw"];
 
 export interface ReadyMessage {
-  benchReady: { role: MeshRole; gatewayUrl: string; serviceUrl: string } | { role: "raw" | "grpc-raw"; url: string };
+  benchReady: { role: MeshRole; gatewayUrl: string; serviceUrl: string; protectionUrl: string } | { role: "raw" | "grpc-raw"; url: string };
 }
 
 // Same pool size as the mesh's default Database:PoolSize, so neither side wins by connections.
@@ -62,7 +62,8 @@ function ready(message: ReadyMessage["benchReady"]): void {
  * The mesh as `meshwork` starts it: telemetry, then services and fronts. `mesh` is the all-in-one
  * process tuned for measuring (exporter none, warnings only); `defaults` is the same with the
  * shipped telemetry and logging defaults; `tracking` is `meshwork serve tracking`, and `gateway`
- * is `meshwork gateway` calling it at the address given after the database URL.
+ * is `meshwork gateway` calling it at the address given after the database URL. `protection` is
+ * `mesh` with device protection's per-address limits lifted (every benchmark client is 127.0.0.1).
  */
 async function startMeshServer(role: MeshRole, databaseUrl: string, serviceAddress?: string): Promise<() => Promise<void>> {
   const tuned = role !== "defaults";
@@ -75,6 +76,13 @@ async function startMeshServer(role: MeshRole, databaseUrl: string, serviceAddre
     "--Gateway:Server:Port=0",
     ...(tuned ? ["--Telemetry:Exporter=none", "--Logging:Level=warn"] : []),
     ...(serviceAddress ? [`--Services:Tracking:Address=${serviceAddress}`] : []),
+    ...(role === "protection"
+      ? [
+          "--Protection:RateLimits:Register:Limit=1000000",
+          "--Protection:RateLimits:LoginPerIp:Limit=1000000",
+          "--Protection:RateLimits:LoginPerEmail:Limit=1000000",
+        ]
+      : []),
     ...(process.env.NATS_URL ? [`--Nats:Url=${process.env.NATS_URL}`] : []),
   ];
   // No appsettings or Meshwork environment variables from the caller's shell: the run is defined here.
@@ -85,9 +93,10 @@ async function startMeshServer(role: MeshRole, databaseUrl: string, serviceAddre
     role === "tracking" ? { kind: "service", name: "tracking" } : role === "gateway" ? { kind: "gateway" } : { kind: "all" };
   const mesh = await startMesh({ config, logger, mode });
   const tracking = mesh.fronts.find((front) => front.name === "tracking");
+  const protection = mesh.fronts.find((front) => front.name === "protection");
   const serviceUrl = mesh.servicePort === undefined ? "" : `http://${config.runtime.services.host}:${mesh.servicePort}`;
   if (role === "tracking" ? !serviceUrl : !tracking) throw new Error(`the ${role} process started without what it serves`);
-  ready({ role, gatewayUrl: tracking?.url ?? "", serviceUrl });
+  ready({ role, gatewayUrl: tracking?.url ?? "", serviceUrl, protectionUrl: protection?.url ?? "" });
   return async () => {
     await mesh.close();
     await telemetry.shutdown();

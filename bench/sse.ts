@@ -31,6 +31,7 @@ import { createLogger } from "../services/runtime/logging/index.js";
 import { realInfra } from "../test/support/real-infra.js";
 import { subjects } from "../services/tracking/events/subjects.js";
 import { cpuSample, machine } from "./ingest-machine.js";
+import { reachable } from "./children.js";
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres";
 const LOCAL_NATS = "nats://127.0.0.1:4222";
@@ -166,23 +167,6 @@ function parseOptions(argv: string[]): Options {
     embedded: argv.includes("--embedded"),
     profileDir: argv.includes("--profile") ? argv[argv.indexOf("--profile") + 1] : undefined,
   };
-}
-
-function reachable(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port) });
-    socket.setTimeout(1_000);
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-    socket.once("timeout", () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
 }
 
 function percentile(sorted: Float64Array, p: number): number {

@@ -1,5 +1,6 @@
 // Each front is its own listener and answers in its interface's style, even before a service
-// is attached to it: problem+json for tracking, { error, message } for protection and agents.
+// is attached to it: problem+json for tracking, { error, message } for protection (an UPPER_SNAKE
+// code) and agents (the HTTP reason phrase).
 import test from "ava";
 import { startTestMesh, type TestMesh } from "../support/start-mesh.js";
 
@@ -24,14 +25,17 @@ test("tracking answers an unknown path with problem+json", async (t) => {
   t.like(await res.json(), { status: 404 });
 });
 
-for (const name of ["protection", "agents"]) {
+for (const [name, error] of [
+  ["protection", "NOT_FOUND"],
+  ["agents", "Not Found"],
+] as const) {
   test(`${name} answers an unknown path with { error, message }`, async (t) => {
     const res = await fetch(`${mesh.frontUrl(name)}/api/assets`, { headers: { "x-request-id": `front-${name}` } });
     t.is(res.status, 404);
     t.regex(res.headers.get("content-type") ?? "", /^application\/json/);
     t.is(res.headers.get("x-request-id"), `front-${name}`);
     const body = (await res.json()) as { error: string; message: string };
-    t.is(body.error, "NOT_FOUND");
+    t.is(body.error, error);
     t.is(typeof body.message, "string");
     t.deepEqual(Object.keys(body).sort(), ["error", "message"]);
   });
