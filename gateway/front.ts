@@ -1,7 +1,7 @@
 // A REST front: one HTTP server exposing a set of services on its own port, with explicit limits
 // on how long a client may take to send a request and how many connections it may hold, so slow
 // or oversized requests cost a socket for seconds, not minutes.
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { answerClientError } from "./http/client-error.js";
 import { createGatewayHandler, DEFAULT_BODY_LIMIT_BYTES, DEFAULT_SSE_KEEP_ALIVE_SECONDS, type GatewayHandlerOptions } from "./handler.js";
@@ -12,6 +12,19 @@ export const DEFAULT_HEADERS_TIMEOUT_SECONDS = 10;
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
+
+/**
+ * A protocol of its own served at one path of the front (an MCP endpoint, say), declared by a
+ * module: the front hands it every request for that exact path (any method, any query) and
+ * translates nothing. It reaches its service through the same transport as the REST routes.
+ */
+export interface FrontRoute {
+  /** The exact path, e.g. "/mcp". */
+  readonly path: string;
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** Ends its open exchanges when the front closes. */
+  close?(): Promise<void> | void;
+}
 
 export interface FrontOptions extends GatewayHandlerOptions {
   /** Shown in logs. */
@@ -32,6 +45,8 @@ export interface FrontOptions extends GatewayHandlerOptions {
   readonly maxHeaderBytes?: number;
   /** Liveness of hub connections (the services' `meshwork.api.v1.hubs`); defaults 15, 30 and 15 s. */
   readonly hubs?: { readonly keepAliveSeconds?: number; readonly clientTimeoutSeconds?: number; readonly handshakeTimeoutSeconds?: number };
+  /** Paths served by a protocol of their own, before hubs and REST routes. */
+  readonly routes?: readonly FrontRoute[];
 }
 
 export interface Front {
@@ -67,12 +82,15 @@ export function createFront(options: FrontOptions): Front {
     maxMessageBytes: options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     sseKeepAliveSeconds: options.sseKeepAliveSeconds ?? DEFAULT_SSE_KEEP_ALIVE_SECONDS,
   });
-  if (hubs.size > 0) {
+  const own = new Map((options.routes ?? []).map((route) => [route.path, route]));
+  if (hubs.size > 0 || own.size > 0) {
     server.removeListener("request", handler);
     server.on("request", (req, res) => {
-      if (!hubs.handle(req, res)) handler(req, res);
+      const route = own.size > 0 ? own.get(pathOf(req.url)) : undefined;
+      if (route) route.handle(req, res);
+      else if (!hubs.handle(req, res)) handler(req, res);
     });
-    server.on("upgrade", hubs.upgrade);
+    if (hubs.size > 0) server.on("upgrade", hubs.upgrade);
   }
   server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const style = frontStyleOf(options.services, options.defaultStyle);
@@ -101,9 +119,16 @@ export function createFront(options: FrontOptions): Front {
         // Streams never end on their own; without this, close would wait for them forever.
         handler.abortStreams();
         hubs.close();
+        for (const route of own.values()) void Promise.resolve(route.close?.()).catch(() => {});
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeIdleConnections();
       });
     },
   };
+}
+
+function pathOf(url: string | undefined): string {
+  const raw = url ?? "/";
+  const query = raw.indexOf("?");
+  return query < 0 ? raw : raw.slice(0, query);
 }

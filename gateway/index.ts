@@ -7,6 +7,7 @@ export {
   DEFAULT_REQUEST_TIMEOUT_SECONDS,
   type Front,
   type FrontOptions,
+  type FrontRoute,
 } from "./front.js";
 export {
   createGatewayHandler,

@@ -200,12 +200,14 @@ export async function startMesh({ config, logger, mode, modules: hosted }: MeshO
       for (const module of modules) {
         const { front: declared } = module;
         const host = frontHost(module);
+        const transport = transports(module);
         const front = createFront({
           name: declared.name,
           host,
           port: declared.port(settingsOf(module)),
           services: module.services,
-          transport: transports(module),
+          transport,
+          routes: declared.routes?.({ settings: settingsOf(module), transport, logger: logger.child({ front: declared.name }) }),
           defaultStyle: { errorStyle: declared.errorStyle, jsonNaming: declared.jsonNaming },
           logger,
           accessLogLevel: runtime.logging.accessLevel,

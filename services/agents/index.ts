@@ -15,6 +15,7 @@ import { ErrorStyle, JsonNaming } from "../../gen/meshwork/api/v1/options_pb.js"
 import { ConfigError, type SettingsOf, setting } from "../runtime/config/index.js";
 import { redactUrl } from "../runtime/database/index.js";
 import { defineService } from "../runtime/host/index.js";
+import { mcpRoute } from "./mcp/mcp-server.js";
 import { createHubConnectionTokens, hubTokenKeys, hubTokenKeyTable } from "../runtime/hubs/index.js";
 import { defineModule, type ModuleDeps } from "../runtime/module/index.js";
 import { createUnitOfWork } from "../runtime/outbox/index.js";
@@ -35,6 +36,7 @@ import { memoryTasksParts } from "./tools/memory/module-parts.js";
 import { SessionEntity, ToolCallEntity, TurnEntity } from "./sessions/entities.js";
 import { agentsAuth, agentsFrontInterceptors, agentsFrontMigrations, agentsFrontPolicy, gatewayFrontSettings } from "./front-settings.js";
 import { agentHealthService, createAgentHealth } from "./health/index.js";
+import { gatewayVersion } from "./health/health-service.js";
 import { secretValuesOf } from "./tools/environment/index.js";
 import { toolsParts } from "./tools/module-parts.js";
 import { sessionService } from "./sessions/session-service.js";
@@ -128,6 +130,16 @@ export const agentsModule = defineModule({
     host: (settings) => settings.gateway.server.host,
     hostSetting: "Gateway:Server:Host",
     policy: agentsFrontPolicy,
+    // The MCP server at /mcp: ToolService over streamable HTTP.
+    routes: ({ settings, transport, logger }) => [
+      mcpRoute({
+        transport,
+        logger,
+        approvalTimeoutSeconds: () => settings.tools.approval.timeoutSeconds,
+        trustClientConfirmation: () => settings.tools.mcp.trustClientConfirmation,
+        version: gatewayVersion,
+      }),
+    ],
   },
   address: (settings) => settings.services.agents.address,
   // X-API-Key (gRPC x-api-key) of Gateway:Auth:ApiKeys, roles user < operator < admin.

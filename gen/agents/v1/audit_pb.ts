@@ -47,7 +47,8 @@ export type AuditEvent = Message<"agents.v1.AuditEvent"> & {
   userId?: string | undefined;
 
   /**
-   * The agent session the action belongs to, when it belongs to one.
+   * The agent session the action belongs to, when it belongs to one (`mcp:<id>` for a tool call
+   * through the MCP server at /mcp).
    *
    * @generated from field: optional string session_id = 4;
    */

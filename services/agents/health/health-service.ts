@@ -20,7 +20,8 @@ import {
 } from "./checks.js";
 import { formatTimeSpan } from "./time-span.js";
 
-const version = (createRequire(import.meta.url)("../../../package.json") as { version: string }).version;
+/** The package version, reported by health and the MCP server. */
+export const gatewayVersion = (createRequire(import.meta.url)("../../../package.json") as { version: string }).version;
 
 /** A report is served for at most this long after it was computed (the interface allows 2 s). */
 export const REPORT_MAX_AGE_MS = 1000;
@@ -48,7 +49,7 @@ export function createAgentHealth(sources: HealthSources, now: () => number = ()
     const json = {
       status: worst,
       totalDuration: formatTimeSpan(performance.now() - started),
-      version,
+      version: gatewayVersion,
       entries: Object.fromEntries(entries.map(([name, r]) => [name, { ...r, data: r.data }])),
     } as unknown as JsonObject;
     return fromJson(HealthReportSchema, json);

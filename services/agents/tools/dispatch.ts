@@ -46,8 +46,10 @@ export interface DispatcherOptions {
 export const USER_DENIED = "User denied tool execution.";
 
 /** How an invocation ended, as the audit's `detail.status`. */
-export type InvokeStatus = "completed" | "failed" | "invalid_arguments" | "blocked" | "user_denied" | "unknown_tool";
+export type InvokeStatus = "completed" | "failed" | "invalid_arguments" | "blocked" | "user_denied" | "unknown_tool" | "needs_confirmation";
 type Status = InvokeStatus;
+/** An outcome that is audited: every one but `needs_confirmation` (nothing ran, nothing was decided). */
+type AuditedOutcome = InvokeOutcome & { outcome: Exclude<InvokeOutcome["outcome"], "needs_confirmation"> };
 
 interface Resolved {
   tool: ToolSpec;
@@ -132,7 +134,7 @@ export class Dispatcher implements ToolDispatcher {
     const started = performance.now();
     const name = request.name;
     const resolved = this.resolveCall(name);
-    const finish = (outcome: InvokeOutcome, status: Status) => {
+    const finish = (outcome: AuditedOutcome, status: Status) => {
       this.record(request, outcome, status, performance.now() - started);
       return { ...outcome, status };
     };
@@ -143,7 +145,7 @@ export class Dispatcher implements ToolDispatcher {
       );
     }
     const { canonical, tier } = resolved;
-    const answer = (outcome: InvokeOutcome["outcome"], output: string, isError: boolean, status: Status) =>
+    const answer = (outcome: AuditedOutcome["outcome"], output: string, isError: boolean, status: Status) =>
       finish({ name, canonical, tier, outcome, output, isError }, status);
 
     const { policy, session, skip } = await this.policyOf(request.agentId, request.sessionId);
@@ -184,6 +186,9 @@ export class Dispatcher implements ToolDispatcher {
     const need = this.needsConfirmation(name, canonical, tier, policy, session, skip);
     if (need === "deny")
       return answer("denied", `Blocked by policy: ${canonical} needs confirmation and approvals are off`, true, "blocked");
+    if (need === "ask" && request.askFirst) {
+      return { name, canonical, tier, outcome: "needs_confirmation", output: "", isError: false, status: "needs_confirmation" };
+    }
     if (need === "ask") {
       const approved = request.confirm
         ? await request.confirm({ tool: name, canonical, tier, arguments: redact(args) }).catch(() => false)
@@ -297,7 +302,7 @@ export class Dispatcher implements ToolDispatcher {
     return `${output.slice(0, limit)}\n[truncated at ${limit} of ${output.length} characters]`;
   }
 
-  private record(request: InvokeRequest, outcome: InvokeOutcome, status: Status, durationMs: number): void {
+  private record(request: InvokeRequest, outcome: AuditedOutcome, status: Status, durationMs: number): void {
     const entry: AuditEntry = {
       action: "tool.invoke",
       severity: outcome.outcome === "ok" ? "info" : "warning",

@@ -55,15 +55,20 @@ export function toolService(deps: ToolServiceDeps): ServiceImpl<typeof ToolServi
     },
 
     async invokeTool(req) {
-      if (!dispatcher.resolve(req.name)) throw refusal(Code.NotFound, `unknown tool '${req.name}'`);
       const agent = req.agentId !== undefined ? await existingAgent("agent_id", req.agentId) : undefined;
+      if (req.mcpSessionId !== undefined && req.mcpSessionId.trim() === "")
+        throw badRequest("mcp_session_id", "mcp_session_id must not be empty when set");
+      // The dispatcher audits every call, an unknown name included; the 404 comes after.
       const result = await dispatcher.invoke({
         name: req.name,
         arguments: (req.arguments ?? {}) as Record<string, unknown>,
-        source: "rpc",
+        source: req.mcpSessionId !== undefined ? "mcp" : "rpc",
         agentId: agent?.id,
+        ...(req.mcpSessionId !== undefined ? { sessionId: `mcp:${req.mcpSessionId}` } : {}),
+        askFirst: req.askFirst,
         confirm: async () => req.confirm,
       });
+      if (result.status === "unknown_tool") throw refusal(Code.NotFound, `unknown tool '${req.name}'`);
       if (result.status === "invalid_arguments") throw badRequest("arguments", result.output.replace(/^Error: /, ""));
       return {
         name: result.name,

@@ -148,6 +148,11 @@ export interface InvokeRequest {
    * timeout) answers `User denied tool execution.`
    */
   confirm?: (question: ConfirmQuestion) => Promise<boolean>;
+  /**
+   * When the call needs a confirmation: nothing runs and nothing is audited, the outcome is
+   * `needs_confirmation` (the MCP server asks its own client, then calls again with `confirm`).
+   */
+  askFirst?: boolean;
   /** The agent's provider (counter attribute `gen_ai.system`); `none` when unset. */
   provider?: string;
   /**
@@ -170,7 +175,7 @@ export interface InvokeOutcome {
   name: string;
   canonical: string;
   tier: Tier;
-  outcome: "ok" | "denied" | "user_denied";
+  outcome: "ok" | "denied" | "user_denied" | "needs_confirmation";
   /** The text the model (or the client) gets: the result, `Error: …`, `Tool blocked: …`, `Blocked by policy: …`, `User denied tool execution.` */
   output: string;
   isError: boolean;

@@ -4,6 +4,8 @@ export {
   defineModule,
   type FrontDeclaration,
   type FrontPolicy,
+  type FrontRoute,
+  type FrontRouteDeps,
   isProtected,
   type ModuleAuth,
   type ModuleCommand,

@@ -4,7 +4,8 @@
 // runs in the background, and which of its spans are few enough to print on a console. The runtime
 // offers the mechanisms and names no service.
 import type { DescService } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Interceptor, Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { ErrorStyle, JsonNaming } from "../../../gen/meshwork/api/v1/options_pb.js";
 import type { ApiKeyStore, BearerVerifier, RoleRanking } from "../auth/index.js";
@@ -45,6 +46,27 @@ export interface FrontDeclaration<Settings> {
   jsonNaming: JsonNaming;
   /** Cross-origin access, the client's address behind proxies and the request log of the front. */
   policy?(settings: Settings): FrontPolicy;
+  /**
+   * Paths the front serves with a protocol of their own (an MCP endpoint): each reaches the
+   * module's services through `transport`, as the REST routes do, wherever they run.
+   */
+  routes?(deps: FrontRouteDeps<Settings>): readonly FrontRoute[];
+}
+
+export interface FrontRouteDeps<Settings> {
+  settings: Settings;
+  /** The front's transport to the module's services (in-process, or gRPC to their host). */
+  transport: Transport;
+  logger: Logger;
+}
+
+/** A path of a front served by a protocol of its own (the gateway's FrontRoute). */
+export interface FrontRoute {
+  /** The exact path, e.g. "/mcp". */
+  readonly path: string;
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** Ends its open exchanges when the front closes. */
+  close?(): Promise<void> | void;
 }
 
 /** What a front does for every request beyond translating it, as its module configures it. */

@@ -31,8 +31,9 @@ export class Kernel {
     });
   }
 
+  /** False from the moment the kernel is killed, before its exit is seen: it is never reused. */
   get alive(): boolean {
-    return this.child.running;
+    return this.child.running && !this.child.killed;
   }
 
   /** Sends a request; ToolError when the kernel dies or the timeout passes (then it is killed). */
