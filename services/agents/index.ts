@@ -192,6 +192,7 @@ export const agentsModule = defineModule({
       pool,
       credentials,
       secrets: () => secretValuesOf(agentsSettings, live),
+      mcpServers: settings.MCP.servers,
     });
     const agents = new Agents({
       db: deps.db,

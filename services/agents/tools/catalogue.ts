@@ -1,7 +1,9 @@
 // The tool catalogue: every family of tools, in one list. A family is `ToolSpec[]`, or a function
 // building them from what the catalogue is built with (settings, services, the dispatcher itself
 // for the policy and subagent tools). Family helpers add one import line and one entry at the end.
-// `buildCatalogue` checks that no two tools share a canonical or function name.
+// `buildCatalogue` checks that no two tools share a canonical or function name; `checkNames` is the
+// same check for a family whose tools appear after start (remote MCP servers: the dispatcher's
+// `setFamily`).
 import { codeFamily } from "./code/index.js";
 import { coreTools } from "./core/index.js";
 import { desktopTools } from "./desktop/index.js";
@@ -53,6 +55,12 @@ export const families: ToolFamily[] = [
 /** Every tool of every family; throws on a repeated name (a bug). */
 export function buildCatalogue(deps: FamilyDeps, list: readonly ToolFamily[] = families): ToolSpec[] {
   const tools = list.flatMap((family) => (typeof family === "function" ? family(deps) : family));
+  checkNames(tools);
+  return tools;
+}
+
+/** Throws `two tools are named X` when two tools share a canonical or function name. */
+export function checkNames(tools: readonly ToolSpec[]): void {
   const seen = new Set<string>();
   for (const tool of tools) {
     for (const name of new Set([tool.name, tool.functionName ?? tool.name])) {
@@ -60,5 +68,4 @@ export function buildCatalogue(deps: FamilyDeps, list: readonly ToolFamily[] = f
       seen.add(name);
     }
   }
-  return tools;
 }

@@ -5,14 +5,16 @@
 // policy: …`); confirmation by tier (A runs, C once per session, X every call; Tools:Allow and the
 // agent's allow count as A; modes prompt/auto/deny; /autorun, /permissions and
 // --dangerously-skip-permissions); the run under its timeout; the result capped. Every invocation
-// writes one audit entry and adds one to app.tools.invocations.
+// writes one audit entry and adds one to app.tools.invocations. The catalogue is built once from
+// the families, except for families whose tools appear later (remote MCP servers): `setFamily`
+// swaps in a new list, checked against every other name, so reads always see a consistent one.
 import type { Counter } from "@opentelemetry/api";
 import type { LoggerLike } from "../../runtime/logging/index.js";
 import type { AuditEntry } from "../audit/types.js";
 import type { ToolDefinition } from "../providers/index.js";
 import { aliases, runTodoWrite, todoWriteParameters } from "./aliases.js";
 import { ArgumentError, checkArguments, type Envelope, parseArguments, takeEnvelope } from "./arguments.js";
-import { buildCatalogue, families as defaultFamilies, type ToolFamily } from "./catalogue.js";
+import { buildCatalogue, checkNames, families as defaultFamilies, type ToolFamily } from "./catalogue.js";
 import { type AgentToolPolicy, firstMatch, memoryPolicyStore, type SessionToolState, type ToolPolicyStore } from "./policy.js";
 import { redact, redactArguments } from "./redact.js";
 import type { ToolsSettings } from "./settings.js";
@@ -60,19 +62,21 @@ interface Resolved {
 }
 
 export class Dispatcher implements ToolDispatcher {
-  private readonly catalogue: ToolSpec[];
-  private readonly byName = new Map<string, ToolSpec>();
+  /** The families built at construction. */
+  private readonly builtIn: readonly ToolSpec[];
+  /** Families set later (`setFamily`), by key. */
+  private added = new Map<string, readonly ToolSpec[]>();
+  private catalogue: ToolSpec[];
+  private byName: Map<string, ToolSpec>;
   readonly policies: ToolPolicyStore;
 
   constructor(readonly options: DispatcherOptions) {
-    this.catalogue = buildCatalogue(
+    this.builtIn = buildCatalogue(
       { settings: options.settings, services: options.services, dispatcher: () => this },
       options.families ?? defaultFamilies,
     );
-    for (const tool of this.catalogue) {
-      this.byName.set(tool.name, tool);
-      if (tool.functionName) this.byName.set(tool.functionName, tool);
-    }
+    this.catalogue = [...this.builtIn];
+    this.byName = indexByName(this.catalogue);
     this.policies = options.policies ?? memoryPolicyStore();
     if (options.settings.dangerouslySkipPermissions)
       options.logger.warn(
@@ -87,6 +91,20 @@ export class Dispatcher implements ToolDispatcher {
 
   tools(): readonly ToolSpec[] {
     return this.catalogue;
+  }
+
+  /**
+   * Sets the tools of a family that appears after start (`key`: the family's own name), replacing
+   * what it had; an empty list removes them. Throws `two tools are named X`, changing nothing, when
+   * a name is already another tool's.
+   */
+  setFamily(key: string, tools: readonly ToolSpec[]): void {
+    const added = new Map(this.added).set(key, [...tools]);
+    const catalogue = [...this.builtIn, ...[...added.values()].flat()];
+    checkNames(catalogue);
+    this.added = added;
+    this.catalogue = catalogue;
+    this.byName = indexByName(catalogue);
   }
 
   resolve(name: string): ToolSpec | undefined {
@@ -332,4 +350,14 @@ export class Dispatcher implements ToolDispatcher {
       "gen_ai.system": request.source === "agent" ? (request.provider ?? "none") : "none",
     });
   }
+}
+
+/** Canonical and function names → their tool. */
+function indexByName(tools: readonly ToolSpec[]): Map<string, ToolSpec> {
+  const byName = new Map<string, ToolSpec>();
+  for (const tool of tools) {
+    byName.set(tool.name, tool);
+    if (tool.functionName) byName.set(tool.functionName, tool);
+  }
+  return byName;
 }

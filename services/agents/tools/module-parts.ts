@@ -1,6 +1,8 @@
 // What the tool catalogue adds to the agent gateway module: ToolService, the core tables and their
 // migration, and at start the dispatcher over every family (catalogue.ts) with the database policy
-// store, the shared approvals and the buffered audit (flushed at shutdown).
+// store, the shared approvals and the buffered audit (flushed at shutdown). The remote MCP servers
+// (MCP:Servers) connect in the background after the dispatcher exists and set their tools on it
+// as they are listed; their clients close at shutdown.
 import type { ToolServices } from "./tool.js";
 import { ToolService } from "../../../gen/agents/v1/tool_pb.js";
 import type { Database } from "../../runtime/database/index.js";
@@ -11,8 +13,10 @@ import type { UnitOfWork } from "../../runtime/outbox/index.js";
 import type { AuditLog } from "../audit/types.js";
 import type { ProviderPool } from "../providers/index.js";
 import type { TurnInstruments } from "../agents/turn-telemetry.js";
+import type { McpServerSettings } from "../settings.js";
 import { Dispatcher } from "./dispatch.js";
 import { Workspace } from "./jail.js";
+import { REMOTE_MCP_FAMILY, RemoteMcpTools } from "./remote-mcp/index.js";
 import { type ToolsSettings, toolSettingsOf } from "./settings.js";
 import { Approvals } from "./state/approvals.js";
 import { auditBuffer } from "./state/audit-buffer.js";
@@ -43,8 +47,11 @@ export const toolsParts = {
     credentials?: ToolServices["credentials"];
     /** The values of every configured secret setting (get_environment masks them). */
     secrets?: () => readonly string[];
+    /** MCP:Servers: remote tool servers whose tools join the catalogue once listed. */
+    mcpServers?: readonly McpServerSettings[];
   }): Promise<ToolsCore & { services: ServiceRegistration[]; workers: Worker[] }> {
     const settings = toolSettingsOf(deps.settings, deps.dataDir);
+    const remote = new RemoteMcpTools({ servers: deps.mcpServers ?? [], credentials: deps.credentials, logger: deps.logger });
     const workspace = await Workspace.open(settings.workspaceRoot);
     const em = () => deps.db.em();
     const buffer = auditBuffer({ uow: deps.uow, log: deps.audit, logger: deps.logger });
@@ -65,11 +72,21 @@ export const toolsParts = {
       counter: () => deps.instruments.toolInvocations,
       logger: deps.logger,
     });
+    remote.start((tools) => {
+      try {
+        dispatcher.setFamily(REMOTE_MCP_FAMILY, tools);
+      } catch (error) {
+        deps.logger.error({ error: (error as Error).message }, "remote MCP tools left out of the catalogue");
+      }
+    });
     return {
       dispatcher,
       approvals,
       services: [defineService(ToolService, toolService({ dispatcher, approvals, em }))],
-      workers: [{ name: "tool audit buffer", stop: () => buffer.close() }],
+      workers: [
+        { name: "remote MCP servers", stop: () => remote.close() },
+        { name: "tool audit buffer", stop: () => buffer.close() },
+      ],
     };
   },
 };
