@@ -2,6 +2,12 @@
 // telegram adapters (issue 16) implement the same interface and register with the channel
 // registry. Whether a channel is connected lives in the database (shared by every instance); the
 // registry calls the adapter to act on this instance and keeps that state.
+//
+// A platform adapter is built by a ChannelFactory with a ChannelHost: it hands every inbound
+// text message to `host.receive` (the gateway checks AllowFrom, runs the conversation's agent turn
+// and sends the reply back through `send`), and reports platform-side losses and recoveries with
+// `host.connectionChanged`.
+import type { Logger } from "pino";
 
 export interface ChannelAdapter {
   /** Lower-case type, unique in the registry and the path segment of /api/channels/{type}: `web`, `discord`, ... */
@@ -23,6 +29,35 @@ export interface ChannelAdapter {
   connect(): Promise<void>;
   /** Closes the adapter on this instance; idempotent, and should not throw for a closed adapter. */
   disconnect(): Promise<void>;
-  /** Sends `content` to a conversation; answers the id the channel gave the message. Only called while connected. */
-  send(conversationId: string, content: string): Promise<string>;
+  /**
+   * Sends `content` to a conversation; answers the id the channel gave the message (the last
+   * part's, when the platform's length limit splits it). `replyTo` is the inbound message's
+   * `replyTo` when this answers one (Discord message_reference, Slack thread_ts). Only called
+   * while connected.
+   */
+  send(conversationId: string, content: string, replyTo?: string): Promise<string>;
 }
+
+/** A text message a platform delivered (bot, own and non-text messages are dropped by the adapter). */
+export interface InboundMessage {
+  channelType: string;
+  /** Where the reply goes: the chat, channel, DM or group id; with the type, it names the conversation's agent. */
+  conversationId: string;
+  /** The platform's id of the sender, matched against `Channels:<Type>:AllowFrom`. */
+  senderId: string;
+  text: string;
+  /** What a reply should reference, passed back to `send` (a message id, a thread_ts). */
+  replyTo?: string;
+}
+
+/** What the gateway gives an adapter. */
+export interface ChannelHost {
+  /** Takes an inbound message; never throws, returns at once (the turn runs on its own). */
+  receive(message: InboundMessage): void;
+  /** A platform-side loss (false) or recovery (true) of an open adapter: channel.disconnected / channel.connected. */
+  connectionChanged(connected: boolean, reason?: string): void;
+  logger: Logger;
+}
+
+/** Builds a platform adapter with its settings (`Channels:<Type>:*`) and the gateway's host. */
+export type ChannelFactory<Settings> = (settings: Settings, host: ChannelHost) => ChannelAdapter;
