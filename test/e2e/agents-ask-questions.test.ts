@@ -1,8 +1,9 @@
 // ask_questions through a whole mesh against the loopback OpenAI fake: on a /hubs/agent turn
 // (@microsoft/signalr over WebSockets) the server invokes the client method AskQuestions and the
 // client's result becomes the tool result sent back to the provider (answered, cancelled, null,
-// answers that do not fit, no answer within Tools:Approval:TimeoutSeconds); off the hub (a REST
-// turn) the questions still wait as a pending `questions` item, whose answers are checked the same way.
+// answers that do not fit, no answer within Tools:Approval:TimeoutSeconds; a request the tool refuses
+// never reaches the client); off the hub (a REST turn) the questions still wait as a pending
+// `questions` item, whose answers are checked the same way.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -159,6 +160,26 @@ test.serial("on /hubs/agent, a null result, a failing handler and answers that d
   t.regex(await reason("n5"), /answers\.env is required$/);
   t.is(client.asked.length, 5);
   t.deepEqual((await call(base, "GET", `/api/agents/${agent}/approvals`)).body, []);
+});
+
+test.serial("a request the tool refuses never reaches the client; a text answer must match its pattern", async (t) => {
+  const agent = await spawnAgent(base);
+  const client = await hubClient(t, base, () => ({ answers: { tag: "v1.x" } }));
+  const tagged = { questions: [{ key: "tag", prompt: "Which tag?", validation: { pattern: "^v\\d+\\.\\d+$" } }] };
+  fake.script.push(askCall("r1", { questions: [{ key: "tag", prompt: "Which tag?", validation: { pattern: "(" } }] }), reply("bad"));
+  t.is((await client.chat(agent, "r1")).at(-1)!.content, "bad");
+  const last = fake.chatRequests().at(-1)!.body as { messages: { role: string; content: string }[] };
+  t.is(last.messages.at(-1)!.content, "Error: questions[0].validation.pattern is not a valid regular expression");
+  t.is(client.asked.length, 0);
+
+  fake.script.push(askCall("r2", tagged), reply("after r2"));
+  await client.chat(agent, "r2");
+  t.deepEqual(toolResult(fake), {
+    status: "unanswered",
+    answers: {},
+    reason: "the client's answers do not fit the questions: answers.tag does not match the pattern ^v\\d+\\.\\d+$",
+  });
+  t.is(client.asked.length, 1);
 });
 
 test.serial("on /hubs/agent, no result within Tools:Approval:TimeoutSeconds is unanswered", async (t) => {
