@@ -66,12 +66,19 @@ export function agentService(agents: Agents, turnSettings: TurnSettings, hubToke
       const turn = (async () => {
         try {
           const id = checkId("agent_id", req.agentId, "agent");
-          // On /hubs/agent, C and X tools ask the client: ConfirmTool(...) answers "approve" or "deny".
+          // On /hubs/agent, C and X tools ask the client: ConfirmTool(...) answers "approve" or "deny";
+          // ask_questions too: AskQuestions(...) answers { answers } or { cancelled: true }. The
+          // signal given aborts at Tools:Approval:TimeoutSeconds and when the stream ends.
           const client = hubClientOf(ctx.requestHeader.get(HUB_CONNECTION_ID_HEADER));
           const result = await runTurn(agents.deps, turnSettings, id, req.message, {
             signal: ctx.signal,
             onDelta: (content) => push(item("content", content)),
-            ...(client ? { confirm: async (question) => (await client("ConfirmTool", [question], ctx.signal)) === "approve" } : {}),
+            ...(client
+              ? {
+                  confirm: async (question, signal) => (await client("ConfirmTool", [question], signal)) === "approve",
+                  askQuestions: (request, signal) => client("AskQuestions", [request], signal),
+                }
+              : {}),
           });
           reply = result.response;
         } catch (error) {

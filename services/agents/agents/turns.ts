@@ -13,6 +13,7 @@ import { AllProvidersFailedError, type ChatMessage, ProviderCancelledError, type
 import type { OutboxInsert } from "../../runtime/outbox/index.js";
 import type { ToolCallRow, TurnRow } from "../sessions/entities.js";
 import { runSlashCommand } from "../tools/slash-commands.js";
+import { type QuestionsAsker, type QuestionsRequest, withQuestionsAsker } from "../tools/core/ask-questions.js";
 import type { ConfirmQuestion } from "../tools/tool.js";
 import { type AgentsDeps, audit, checkMessageGiven, notFound, STALE_TURN_MARGIN_MS, userId } from "./agents.js";
 import type { AgentRow } from "./entities.js";
@@ -26,9 +27,16 @@ export interface TurnOptions {
   signal?: AbortSignal;
   /**
    * Asks the caller to confirm a C or X tool (the /hubs/agent client's ConfirmTool); unset, the call
-   * waits as a pending approval (GET /api/agents/{id}/approvals).
+   * waits as a pending approval (GET /api/agents/{id}/approvals). `signal` aborts when the answer is
+   * no longer wanted (Tools:Approval:TimeoutSeconds passed, the turn ended).
    */
-  confirm?: (question: ConfirmQuestion & { approvalId: string; agentId: string }) => Promise<boolean>;
+  confirm?: (question: ConfirmQuestion & { approvalId: string; agentId: string }, signal: AbortSignal) => Promise<boolean>;
+  /**
+   * Puts ask_questions' request to the caller (the /hubs/agent client's AskQuestions) and resolves
+   * with its raw result (ask_questions reads it); unset, the questions wait as a pending item.
+   * Bounded like `confirm`.
+   */
+  askQuestions?: (request: QuestionsRequest & { approvalId: string; agentId: string }, signal: AbortSignal) => Promise<unknown>;
 }
 
 export interface TurnResult {
@@ -92,6 +100,12 @@ export async function runTurn(
     const signal = options.signal ? AbortSignal.any([timeout.signal, options.signal]) : timeout.signal;
     const usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
     const toolCalls: Omit<ToolCallRow, "id" | "turnId">[] = [];
+    // ask_questions of this turn asks the caller's client when it has one (bounded like ConfirmTool).
+    const askClient = options.askQuestions;
+    const askQuestions: QuestionsAsker | undefined =
+      askClient &&
+      ((request, toolSignal) =>
+        deps.tools.approvals.askClient(agent.id, request, askClient, { unanswered: null, signal: AbortSignal.any([signal, toolSignal]) }));
     let response = "";
     let provider = agent.provider;
     let model = agent.model;
@@ -130,17 +144,19 @@ export async function runTurn(
             { attributes: { "gen_ai.tool.name": call.function.name, "gen_ai.tool.call.id": call.id, "gen_ai.system": provider } },
             inTurn,
           );
-          const ran = await deps.tools.dispatcher.invoke({
-            name: call.function.name,
-            arguments: call.function.arguments,
-            source: "agent",
-            agentId: agent.id,
-            sessionId: agent.sessionId,
-            provider,
-            signal,
-            confirm: (question) => confirmTool(deps, agent, question, options, signal),
-            audit: (entry) => auditEntries.push({ ...entry, ...(user ? { userId: user } : {}) }),
-          });
+          const ran = await withQuestionsAsker(askQuestions, () =>
+            deps.tools.dispatcher.invoke({
+              name: call.function.name,
+              arguments: call.function.arguments,
+              source: "agent",
+              agentId: agent.id,
+              sessionId: agent.sessionId,
+              provider,
+              signal,
+              confirm: (question) => confirmTool(deps, agent, question, options, signal),
+              audit: (entry) => auditEntries.push({ ...entry, ...(user ? { userId: user } : {}) }),
+            }),
+          );
           toolSpan.setAttributes({ "gen_ai.tool.name": ran.canonical, "app.tool.outcome": ran.outcome });
           endSpan(toolSpan, ran.isError ? "cancelled" : "ok");
           messages.push({ role: "tool", content: ran.output, tool_call_id: call.id });
@@ -245,7 +261,7 @@ async function confirmTool(
   signal: AbortSignal,
 ): Promise<boolean> {
   const { approvals } = deps.tools;
-  if (options.confirm) return approvals.askClient(agent.id, question, options.confirm);
+  if (options.confirm) return approvals.askClient(agent.id, question, options.confirm, { signal });
   const answer = await approvals.ask({ agentId: agent.id, sessionId: agent.sessionId, kind: "tool", ...question }, signal);
   return answer.decision === "approve";
 }

@@ -67,7 +67,7 @@ export const toolsParts = {
     const dispatcher: Dispatcher = new Dispatcher({
       settings: { ...settings, workspaceRoot: workspace.root },
       services: { ...services, chat: toolChat({ em, pool: deps.pool, dispatcher: () => dispatcher }) },
-      policies: dbPolicyStore(em),
+      policies: dbPolicyStore(em, deps.db.reads),
       audit: (entry) => buffer.push(entry),
       counter: () => deps.instruments.toolInvocations,
       logger: deps.logger,

@@ -85,6 +85,13 @@ export interface ToolContext {
   /** `Tools:*` as loaded. */
   settings: ToolSettings;
   services: ToolServices;
+  /**
+   * How ask_questions asks when the caller has a live client (a /hubs/agent turn: its AskQuestions
+   * client method); unset, it waits as a pending `questions` item. The dispatcher does not copy it
+   * from the invocation, so a turn scopes it around its call instead (core/ask-questions.ts
+   * `withQuestionsAsker`); set here, it wins.
+   */
+  askQuestions?: import("./core/ask-questions.js").QuestionsAsker;
 }
 
 /**

@@ -2,7 +2,8 @@
 // Operator decides on another. `ask` inserts the item (and records tool.approval_requested through
 // the outbox), then waits for a decision until Tools:Approval:TimeoutSeconds: woken at once when the
 // decision is made on this instance, else by polling the row. `decide` answers 404 (unknown),
-// 409 (decided or expired) or 400 (a decision the item does not take).
+// 409 (decided or expired) or 400 (a decision the item does not take; answers that do not fit the
+// questions, checked as ask_questions checks a hub client's; cancel when allowCancel is false).
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -11,6 +12,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { ToolApprovalRequestedSchema } from "../../../../gen/agents/v1/events_pb.js";
 import type { UnitOfWork } from "../../../runtime/outbox/index.js";
 import { badRequest, refusal } from "../../agents/errors.js";
+import { answersProblem, type QuestionsRequest } from "../core/ask-questions.js";
 import { ApprovalEntity, type ApprovalRow } from "./tables.js";
 
 /** How often a waiting call looks at its row when the decision may come from another instance. */
@@ -78,22 +80,30 @@ export class Approvals {
   }
 
   /**
-   * Asks a connected client (the hub's ConfirmTool) instead: its answer, or false when it fails or
-   * gives none within Tools:Approval:TimeoutSeconds.
+   * Asks a connected client instead (the hub's ConfirmTool or AskQuestions): its answer, or
+   * `unanswered` (default false) when it fails, `signal` aborts or it gives none within
+   * Tools:Approval:TimeoutSeconds. The signal `ask` gets aborts then, so the client call is let go.
    */
-  async askClient<Q extends object>(
+  async askClient<Q extends object, A = boolean>(
     agentId: string,
     question: Q,
-    confirm: (question: Q & { approvalId: string; agentId: string }) => Promise<boolean>,
-  ): Promise<boolean> {
+    ask: (question: Q & { approvalId: string; agentId: string }, signal: AbortSignal) => Promise<A>,
+    options: { unanswered?: A; signal?: AbortSignal } = {},
+  ): Promise<A> {
+    const unanswered = (options.unanswered ?? false) as A;
+    const controller = new AbortController();
+    const signal = options.signal ? AbortSignal.any([controller.signal, options.signal]) : controller.signal;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), this.options.timeoutSeconds() * 1000);
+    const gaveUp = new Promise<A>((resolve) => {
+      timer = setTimeout(() => resolve(unanswered), this.options.timeoutSeconds() * 1000);
+      if (signal.aborted) resolve(unanswered);
+      else signal.addEventListener("abort", () => resolve(unanswered), { once: true });
     });
     try {
-      return await Promise.race([confirm({ ...question, approvalId: randomUUID(), agentId }).catch(() => false), timeout]);
+      return await Promise.race([ask({ ...question, approvalId: randomUUID(), agentId }, signal).catch(() => unanswered), gaveUp]);
     } finally {
       clearTimeout(timer);
+      controller.abort();
     }
   }
 
@@ -136,9 +146,16 @@ export class Approvals {
     if (!row) throw refusal(Code.NotFound, `no approval ${approvalId} for agent ${agentId}`);
     let decision: string;
     if (row.kind === "questions") {
-      if (body.decision === "cancel" || body.decision === "cancelled") decision = "cancelled";
-      else if (body.answers !== undefined && body.answers !== null) decision = "answered";
-      else throw badRequest("answers", 'a questions item is answered with { answers } (or { decision: "cancel" })');
+      const request = row.arguments as Partial<QuestionsRequest>;
+      if (body.decision === "cancel" || body.decision === "cancelled") {
+        if (request.allowCancel === false) throw badRequest("decision", "this questions item does not allow cancel (allowCancel: false)");
+        decision = "cancelled";
+      } else if (body.answers !== undefined && body.answers !== null) {
+        // The same check as a hub client's answers (ask-questions.ts).
+        const problem = answersProblem(request.questions ?? [], body.answers);
+        if (problem) throw badRequest("answers", problem);
+        decision = "answered";
+      } else throw badRequest("answers", 'a questions item is answered with { answers } (or { decision: "cancel" })');
     } else {
       if (body.decision !== "approve" && body.decision !== "deny")
         throw badRequest("decision", `decision must be approve or deny (got ${JSON.stringify(body.decision ?? "")})`);

@@ -1,17 +1,21 @@
 // ToolPolicyStore in the mesh database (agents_tool_policy, agents_tool_session), so a policy set
 // on one instance and a session's /autorun, /permissions and C approvals hold on every instance.
+// Every call of an agent reads both rows, so with `reads` given they are read as prepared
+// statements by primary key (about 0.1 ms each on the embedded database against 0.5-0.9 ms for
+// em.findOne: bench:tools).
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { PreparedReads } from "../../../runtime/database/index.js";
 import { type AgentToolPolicy, type ApprovalMode, approvalModes, type SessionToolState, type ToolPolicyStore } from "../policy.js";
 import { ToolPolicyEntity, ToolSessionEntity } from "./tables.js";
 
-export function dbPolicyStore(em: () => EntityManager): ToolPolicyStore {
+export function dbPolicyStore(em: () => EntityManager, reads?: PreparedReads): ToolPolicyStore {
   const sessionOf = async (sessionId: string): Promise<SessionToolState> => {
-    const row = await em().findOne(ToolSessionEntity, { sessionId });
+    const row = reads ? await reads.byId(ToolSessionEntity, sessionId) : await em().findOne(ToolSessionEntity, { sessionId });
     return { autorun: row?.autorun ?? false, permissionsOff: row?.permissionsOff ?? false, approved: new Set(row?.approved ?? []) };
   };
   return {
     async agent(agentId) {
-      const row = await em().findOne(ToolPolicyEntity, { agentId });
+      const row = reads ? await reads.byId(ToolPolicyEntity, agentId) : await em().findOne(ToolPolicyEntity, { agentId });
       if (!row) return undefined;
       const mode = approvalModes.includes(row.approvalMode as ApprovalMode) ? (row.approvalMode as ApprovalMode) : undefined;
       return { ...(mode ? { approvalMode: mode } : {}), allow: row.allow, deny: row.deny } satisfies AgentToolPolicy;
