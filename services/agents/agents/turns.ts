@@ -13,7 +13,7 @@ import { AllProvidersFailedError, type ChatMessage, ProviderCancelledError, type
 import type { OutboxInsert } from "../../runtime/outbox/index.js";
 import type { ToolCallRow, TurnRow } from "../sessions/entities.js";
 import { runSlashCommand } from "../tools/slash-commands.js";
-import { type QuestionsAsker, type QuestionsRequest, withQuestionsAsker } from "../tools/core/ask-questions.js";
+import type { QuestionsAsker, QuestionsRequest } from "../tools/core/ask-questions.js";
 import type { ConfirmQuestion } from "../tools/tool.js";
 import { type AgentsDeps, audit, checkMessageGiven, notFound, STALE_TURN_MARGIN_MS, userId } from "./agents.js";
 import type { AgentRow } from "./entities.js";
@@ -144,19 +144,18 @@ export async function runTurn(
             { attributes: { "gen_ai.tool.name": call.function.name, "gen_ai.tool.call.id": call.id, "gen_ai.system": provider } },
             inTurn,
           );
-          const ran = await withQuestionsAsker(askQuestions, () =>
-            deps.tools.dispatcher.invoke({
-              name: call.function.name,
-              arguments: call.function.arguments,
-              source: "agent",
-              agentId: agent.id,
-              sessionId: agent.sessionId,
-              provider,
-              signal,
-              confirm: (question) => confirmTool(deps, agent, question, options, signal),
-              audit: (entry) => auditEntries.push({ ...entry, ...(user ? { userId: user } : {}) }),
-            }),
-          );
+          const ran = await deps.tools.dispatcher.invoke({
+            name: call.function.name,
+            arguments: call.function.arguments,
+            source: "agent",
+            agentId: agent.id,
+            sessionId: agent.sessionId,
+            provider,
+            signal,
+            confirm: (question) => confirmTool(deps, agent, question, options, signal),
+            audit: (entry) => auditEntries.push({ ...entry, ...(user ? { userId: user } : {}) }),
+            ...(askQuestions ? { askQuestions } : {}),
+          });
           toolSpan.setAttributes({ "gen_ai.tool.name": ran.canonical, "app.tool.outcome": ran.outcome });
           endSpan(toolSpan, ran.isError ? "cancelled" : "ok");
           messages.push({ role: "tool", content: ran.output, tool_call_id: call.id });

@@ -192,6 +192,7 @@ export class Dispatcher implements ToolDispatcher {
       summary: envelope.summary,
       settings: this.options.settings,
       services: this.options.services,
+      ...(request.askQuestions ? { askQuestions: request.askQuestions } : {}),
     };
     try {
       await resolved.tool.check?.(args, ctx);

@@ -87,9 +87,7 @@ export interface ToolContext {
   services: ToolServices;
   /**
    * How ask_questions asks when the caller has a live client (a /hubs/agent turn: its AskQuestions
-   * client method); unset, it waits as a pending `questions` item. The dispatcher does not copy it
-   * from the invocation, so a turn scopes it around its call instead (core/ask-questions.ts
-   * `withQuestionsAsker`); set here, it wins.
+   * client method), copied from the invocation; unset, it waits as a pending `questions` item.
    */
   askQuestions?: import("./core/ask-questions.js").QuestionsAsker;
 }
@@ -160,6 +158,8 @@ export interface InvokeRequest {
    * `needs_confirmation` (the MCP server asks its own client, then calls again with `confirm`).
    */
   askFirst?: boolean;
+  /** How ask_questions asks a live client (a /hubs/agent turn's AskQuestions); becomes `ToolContext.askQuestions`. */
+  askQuestions?: import("./core/ask-questions.js").QuestionsAsker;
   /** The agent's provider (counter attribute `gen_ai.system`); `none` when unset. */
   provider?: string;
   /**

@@ -9,10 +9,8 @@
 //   Operator with `{ answers }` (or `{ decision: "cancel" }`).
 // Both check the answers against the questions with `answersProblem` (the approvals' decide uses it
 // too: answers that do not fit are a 400 there, and unanswered with a `reason` from a hub client).
-// The dispatcher builds the ToolContext field by field, so a turn hands its hub asker over by
-// `withQuestionsAsker` (an AsyncLocalStorage scope around its dispatcher call); `ctx.askQuestions`,
-// when a context is built with it, wins.
-import { AsyncLocalStorage } from "node:async_hooks";
+// A turn hands its hub asker to the dispatcher (`InvokeRequest.askQuestions`), which puts it in the
+// tool's context.
 import type { Approvals } from "../state/approvals.js";
 import { ToolError, type ToolContext, type ToolSpec } from "../tool.js";
 
@@ -48,13 +46,6 @@ export interface QuestionsResult {
   /** Only when a hub client's answers did not fit the questions. */
   reason?: string;
   [field: string]: unknown;
-}
-
-const scope = new AsyncLocalStorage<QuestionsAsker>();
-
-/** Runs `work` (a dispatcher call) with `asker` as the way ask_questions asks; unset, it waits as a pending item. */
-export function withQuestionsAsker<T>(asker: QuestionsAsker | undefined, work: () => T): T {
-  return asker ? scope.run(asker, work) : work();
 }
 
 /** The request of questionsJson, checked; ToolError naming what is wrong. */
@@ -205,7 +196,7 @@ export const askQuestions: ToolSpec = {
   },
   async run(args, ctx) {
     const request = parseQuestions(String(args.questionsJson));
-    const asker = ctx.askQuestions ?? scope.getStore();
+    const asker = ctx.askQuestions;
     if (!asker) return askPending(request, ctx);
     return clientResult(request, await asker(request, ctx.signal).catch(() => null));
   },
