@@ -4,7 +4,8 @@
 // run: a recurring job returns to pending with its next run, another ends completed (exit 0) or
 // failed. A job cancelled while running is killed. A job left running by a dead instance is
 // claimed again once it is well past the timeout; at stop, this instance's running job is killed
-// and handed back as pending.
+// and handed back as pending. A claim is owned by its claimed_at: a run whose claim was taken
+// over (or handed back) is stopped by its watch and records nothing, so a run is recorded once.
 import type { Logger } from "pino";
 import type { Database } from "../../../runtime/database/index.js";
 import { childEnv, runShell } from "../process/runner.js";
@@ -23,6 +24,8 @@ export interface JobWorkerDeps {
 
 interface Claimed {
   id: string;
+  /** This claim's claimed_at: the run's ownership of the row. */
+  claimedAt: Date;
   name: string;
   command: string;
   schedule: string;
@@ -42,7 +45,7 @@ export function startJobWorker(deps: JobWorkerDeps): JobWorker {
   const timeoutMs = (jobs.timeoutSeconds ?? 3600) * 1000;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-  let current: { id: string; abort: AbortController } | undefined;
+  let current: { id: string; claimedAt: Date; abort: AbortController } | undefined;
   let loop: Promise<number> = Promise.resolve(0);
 
   async function claim(): Promise<Claimed | undefined> {
@@ -56,17 +59,21 @@ export function startJobWorker(deps: JobWorkerDeps): JobWorker {
       returning "id", "name", "command", "schedule", "recurring"`,
       [now, now, stale],
     );
-    return rows[0];
+    return rows[0] && { ...rows[0], claimedAt: now };
   }
 
   async function runOne(job: Claimed): Promise<void> {
     const abort = new AbortController();
-    current = { id: job.id, abort };
+    current = { id: job.id, claimedAt: job.claimedAt, abort };
+    // Cancelled (no longer running) or claimed by another instance: stop.
     const watch = setInterval(() => {
       void deps.db
         .em()
-        .execute<{ status: string }[]>(`select "status" from "${JOB_TABLE}" where "id" = ?`, [job.id])
-        .then((rows) => rows[0]?.status !== "running" && abort.abort())
+        .execute<{ owned: boolean }[]>(`select ("status" = 'running' and "claimed_at" = ?) as "owned" from "${JOB_TABLE}" where "id" = ?`, [
+          job.claimedAt,
+          job.id,
+        ])
+        .then((rows) => rows[0]?.owned !== true && abort.abort())
         .catch(() => {});
     }, pollMs);
     let exitCode: number | null = null;
@@ -103,8 +110,8 @@ export function startJobWorker(deps: JobWorkerDeps): JobWorker {
     const status = next ? "pending" : error ? "failed" : "completed";
     await deps.db.em().execute(
       `update "${JOB_TABLE}" set "status" = ?, "next_run_at" = ?, "last_exit_code" = ?, "last_output" = ?, "last_run_at" = ?, "error" = ?, "claimed_at" = null
-          where "id" = ? and "status" = 'running'`,
-      [status, next, exitCode, output, new Date(), next ? null : error, job.id],
+          where "id" = ? and "status" = 'running' and "claimed_at" = ?`,
+      [status, next, exitCode, output, new Date(), next ? null : error, job.id, job.claimedAt],
     );
   }
 
@@ -146,9 +153,10 @@ export function startJobWorker(deps: JobWorkerDeps): JobWorker {
         // Handed back: another instance (or the next start) runs it again.
         await deps.db
           .em()
-          .execute(`update "${JOB_TABLE}" set "status" = 'pending', "claimed_at" = null where "id" = ? and "status" = 'running'`, [
-            running.id,
-          ])
+          .execute(
+            `update "${JOB_TABLE}" set "status" = 'pending', "claimed_at" = null where "id" = ? and "status" = 'running' and "claimed_at" = ?`,
+            [running.id, running.claimedAt],
+          )
           .catch(() => {});
       }
     },

@@ -131,6 +131,30 @@ test("two workers on one database run each due job once", async (t) => {
   for (let i = 0; i < 8; i++) t.is(readFileSync(join(workspaceRoot, `once-${i}.log`), "utf8"), "run\n", `job ${i} ran once`);
 });
 
+test("a run whose claim another instance took over is stopped and records nothing", async (t) => {
+  const ctx = await contextOn(mesh);
+  const job = await run("schedule_job", { name: "taken", command: "sleep 60 & echo $! > taken.pid; wait", schedule: inSeconds(1) }, ctx);
+  const pid = await until(async () => {
+    const state = await run("get_job_status", { id: job.id }, ctx);
+    const written = state.status === "running" && readFileSync(join(workspaceRoot, "taken.pid"), { encoding: "utf8", flag: "a+" }).trim();
+    return written ? Number(written) : undefined;
+  }, "the job to start");
+  // What a second instance does when it claims a run it thinks is stale: a new claimed_at.
+  const takenAt = new Date(Date.now() + 60_000);
+  await mesh.db!.em().execute(`update "agents_job" set "claimed_at" = ? where "id" = ?`, [takenAt, job.id]);
+  await until(() => processGone(pid), "the first run to be stopped");
+  const [row] = await mesh
+    .db!.em()
+    .execute<{ status: string; last_run_at: Date | null; claimed_at: Date }[]>(
+      `select "status", "last_run_at", "claimed_at" from "agents_job" where "id" = ?`,
+      [job.id],
+    );
+  t.is(row!.status, "running", "still the other instance's run");
+  t.is(row!.last_run_at, null, "the stopped run recorded nothing");
+  t.is(new Date(row!.claimed_at).getTime(), takenAt.getTime());
+  await mesh.db!.em().execute(`update "agents_job" set "status" = 'failed', "claimed_at" = null where "id" = ?`, [job.id]);
+});
+
 test("a recurring job returns to pending after each run and keeps running across a restart", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "jobs-restart-"));
   const infra = realInfra();
