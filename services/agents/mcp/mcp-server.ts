@@ -36,7 +36,6 @@ export const MCP_PATH = "/mcp";
 export const MAX_SESSIONS = 1000;
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
 const RETRY_AFTER_SECONDS = 5;
-const USER_DENIED = "User denied tool execution.";
 
 export interface McpServerOptions {
   transport: Transport;

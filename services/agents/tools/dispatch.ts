@@ -237,10 +237,10 @@ export class Dispatcher implements ToolDispatcher {
   }
 
   private async policyOf(agentId: string | undefined, sessionId: string | undefined) {
-    const [policy, session] = await Promise.all([
-      agentId ? this.policies.agent(agentId) : undefined,
-      sessionId ? this.policies.session(sessionId) : undefined,
-    ]);
+    const [policy, session] =
+      agentId && sessionId && this.policies.agentAndSession
+        ? await this.policies.agentAndSession(agentId, sessionId).then((both) => [both.policy, both.session] as const)
+        : await Promise.all([agentId ? this.policies.agent(agentId) : undefined, sessionId ? this.policies.session(sessionId) : undefined]);
     const skip = this.options.settings.dangerouslySkipPermissions || (session?.permissionsOff ?? false);
     return { policy, session, skip };
   }

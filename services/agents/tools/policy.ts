@@ -27,6 +27,8 @@ export interface ToolPolicyStore {
   agent(agentId: string): Promise<AgentToolPolicy | undefined>;
   setAgent(agentId: string, policy: AgentToolPolicy): Promise<void>;
   session(sessionId: string): Promise<SessionToolState>;
+  /** Both at once (one statement where the store can): what every call of an agent in a session reads. */
+  agentAndSession?(agentId: string, sessionId: string): Promise<{ policy: AgentToolPolicy | undefined; session: SessionToolState }>;
   setSession(sessionId: string, change: { autorun?: boolean; permissionsOff?: boolean }): Promise<SessionToolState>;
   /** Remembers a C tool approved in the session. */
   remember(sessionId: string, canonical: string): Promise<void>;
