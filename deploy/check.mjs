@@ -48,12 +48,20 @@ function which(cmd) {
 
 // ------------------------------------------------------------------ the settings, from the source
 // The loader is TypeScript; tsx (a dependency) registers the same loader bin/meshwork.js uses.
-const { register } = await import("tsx/esm/api");
-register();
-const { meshSettings, loadMeshConfig } = await import(pathToFileURL(join(repoRoot, "services/mesh-config.ts")).href);
-const { trackingModule } = await import(pathToFileURL(join(repoRoot, "services/tracking/index.ts")).href);
-const { protectionModule } = await import(pathToFileURL(join(repoRoot, "services/protection/index.ts")).href);
-const { agentsModule } = await import(pathToFileURL(join(repoRoot, "services/agents/index.ts")).href);
+// --render checks nothing, so it skips loading the service modules (seconds of start-up).
+let tsxRegistered = false;
+async function importSource(path) {
+  if (!tsxRegistered) {
+    const { register } = await import("tsx/esm/api");
+    register();
+    tsxRegistered = true;
+  }
+  return import(pathToFileURL(join(repoRoot, path)).href);
+}
+const { meshSettings, loadMeshConfig } = renderOnly ? { meshSettings: () => [] } : await importSource("services/mesh-config.ts");
+const { trackingModule } = renderOnly ? {} : await importSource("services/tracking/index.ts");
+const { protectionModule } = renderOnly ? {} : await importSource("services/protection/index.ts");
+const { agentsModule } = renderOnly ? {} : await importSource("services/agents/index.ts");
 const environmentForm = (key) => key.replaceAll(":", "__");
 const settings = meshSettings();
 const envForms = new Map(settings.map((s) => [environmentForm(s.key), s]));
@@ -90,7 +98,7 @@ function tryLoad(env, appsettings) {
 }
 
 // ------------------------------------------------------------------ 1. setting names in every file
-{
+if (!renderOnly) {
   // Exact spelling: the loader forgives case, but a reader copying a name should get the real one.
   const envRe = new RegExp(`\\b(?:${sections.join("|")})__[A-Za-z0-9_]+`, "g");
   const keyRe = new RegExp(`\\b(?:${sections.join("|")}):[A-Z][A-Za-z0-9]*(?::[A-Z][A-Za-z0-9]*)*`, "g");
