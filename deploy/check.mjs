@@ -523,8 +523,18 @@ function checkObjects(objects, values) {
         const backend = path.backend?.service;
         const svc = services.find((s) => s.metadata.name === backend?.name);
         if (!svc) problems.push(`Ingress ${ing.metadata.name}: backend ${backend?.name} is not a rendered Service`);
-        else if (!svc.spec.ports.some((p) => p.name === backend.port?.name || p.port === backend.port?.number))
-          problems.push(`Ingress ${ing.metadata.name}: backend port ${JSON.stringify(backend.port)} is not a port of ${svc.metadata.name}`);
+        else {
+          const port = svc.spec.ports.find((p) => p.name === backend.port?.name || p.port === backend.port?.number);
+          if (!port)
+            problems.push(
+              `Ingress ${ing.metadata.name}: backend port ${JSON.stringify(backend.port)} is not a port of ${svc.metadata.name}`,
+            );
+          // The ingress is the agent front's: Gateway:Server:Port.
+          else if (port.port !== values.gateway?.ports?.agents)
+            problems.push(
+              `Ingress ${ing.metadata.name}: backend port ${port.port} is not the agent front's (${values.gateway?.ports?.agents})`,
+            );
+        }
         if (!["Prefix", "Exact", "ImplementationSpecific"].includes(path.pathType))
           problems.push(`Ingress ${ing.metadata.name}: pathType ${path.pathType} is not Prefix, Exact or ImplementationSpecific`);
       }
