@@ -169,6 +169,8 @@ function functions(ctx) {
     hasSuffix: (p, s) => str(s).endsWith(p),
     hasKey: (m, k) => isMap(m) && Object.hasOwn(m, k),
     list: (...a) => a,
+    // Sprig compares with reflect.DeepEqual: different kinds are simply unequal, never an error.
+    has: (needle, l) => (l ?? []).some((x) => x === needle),
     dict: (...a) => {
       const o = {};
       for (let i = 0; i < a.length; i += 2) o[str(a[i])] = a[i + 1];

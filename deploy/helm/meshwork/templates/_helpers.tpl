@@ -1,6 +1,6 @@
 {{/*
-Names, labels and the pieces both Deployments share. Kept here so the tracking and gateway
-templates cannot drift apart on security settings, config mounting or secret wiring.
+Names, labels and the pieces every Deployment shares. Kept here so the components' templates
+cannot drift apart on security settings, config mounting, secret wiring or telemetry.
 */}}
 
 {{/* Chart name, overridable; 63 characters is the DNS label limit Kubernetes enforces. */}}
@@ -50,6 +50,27 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s-gateway" (include "meshwork.fullname" .) }}
 {{- end }}
 
+{{- define "meshwork.protectionName" -}}
+{{- printf "%s-protection" (include "meshwork.fullname" .) }}
+{{- end }}
+
+{{- define "meshwork.daemonName" -}}
+{{- printf "%s-daemon" (include "meshwork.fullname" .) }}
+{{- end }}
+
+{{- define "meshwork.interfaceName" -}}
+{{- printf "%s-interface" (include "meshwork.fullname" .) }}
+{{- end }}
+
+{{- define "meshwork.workersName" -}}
+{{- printf "%s-workers" (include "meshwork.fullname" .) }}
+{{- end }}
+
+{{/* The ConfigMap and Secret of config.data / config.secretData (envFrom). */}}
+{{- define "meshwork.envName" -}}
+{{- printf "%s-env" (include "meshwork.fullname" .) }}
+{{- end }}
+
 {{- define "meshwork.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "meshwork.fullname" .) .Values.serviceAccount.name }}
@@ -60,6 +81,70 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{- define "meshwork.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/*
+A component's image: its own image.repository / image.tag where set, else the release's
+(image.repository, image.tag, then the chart's appVersion). Called with (list $ .Values.<c>.image).
+*/}}
+{{- define "meshwork.componentImage" -}}
+{{- $root := index . 0 }}
+{{- $own := index . 1 }}
+{{- $repository := $own.repository | default $root.Values.image.repository }}
+{{- $tag := $own.tag | default $root.Values.image.tag | default $root.Chart.AppVersion }}
+{{- printf "%s:%s" $repository $tag }}
+{{- end }}
+
+{{/* Pod annotations: the release-wide podAnnotations, then the component's. (list $ own) */}}
+{{- define "meshwork.podAnnotations" -}}
+{{- $root := index . 0 }}
+{{- with $root.Values.podAnnotations }}
+{{ toYaml . }}
+{{- end }}
+{{- with index . 1 }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+OpenTelemetry through the standard variables, which the runtime's Telemetry:* and the agent
+gateway's Gateway:Telemetry:Endpoint both honour over their settings. The exporters are named too: an
+endpoint alone does not switch the runtime's exporter to OTLP. (list $ "<component>")
+*/}}
+{{- define "meshwork.telemetryEnv" -}}
+{{- $root := index . 0 }}
+{{- $t := $root.Values.telemetry }}
+{{- if $t.enabled -}}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ required "telemetry.otlpEndpoint is required when telemetry.enabled is true" $t.otlpEndpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $t.otlpProtocol | quote }}
+- name: OTEL_TRACES_EXPORTER
+  value: otlp
+- name: OTEL_METRICS_EXPORTER
+  value: otlp
+- name: OTEL_SERVICE_NAME
+  value: {{ printf "%s-%s" $t.serviceName (index . 1) | quote }}
+{{- else -}}
+- name: OTEL_SDK_DISABLED
+  value: "true"
+{{- end }}
+{{- end }}
+
+{{/*
+config.data and config.secretData as environment, for the pods that run agents (gateway,
+daemon, workers, job). Tracking and protection do not get them: provider keys and bot tokens
+have no business there.
+*/}}
+{{- define "meshwork.envFrom" -}}
+{{- if .Values.config.data }}
+- configMapRef:
+    name: {{ include "meshwork.envName" . }}
+{{- end }}
+{{- if .Values.config.secretData }}
+- secretRef:
+    name: {{ include "meshwork.envName" . }}
+{{- end }}
 {{- end }}
 
 {{/* The Secret holding NATS_URL: an existing one, or the chart's own made from nats.url. */}}
@@ -82,6 +167,14 @@ silently split state between replicas.
 {{- end }}
 {{- if not (or .Values.nats.url .Values.nats.existingSecret) }}
 {{- fail "nats.url or nats.existingSecret is required: Meshwork needs NATS JetStream when it runs as more than one process." }}
+{{- end }}
+{{- if .Values.job.enabled }}
+{{- if not .Values.job.agent }}
+{{- fail "job.agent is required when job.enabled is true: the name of the agent the workflow runs with." }}
+{{- end }}
+{{- if not .Values.job.workflow }}
+{{- fail "job.workflow is required when job.enabled is true: the workflow as JSON text ({ name, steps: [{ prompt, expect }] })." }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -141,7 +234,7 @@ rolls the pods instead.
   mountPath: /var/lib/meshwork
 {{- end }}
 
-{{/* Pod-level settings shared by both Deployments. */}}
+{{/* Pod-level settings shared by every workload. */}}
 {{- define "meshwork.podSpecCommon" -}}
 serviceAccountName: {{ include "meshwork.serviceAccountName" . }}
 automountServiceAccountToken: {{ .Values.serviceAccount.automountServiceAccountToken }}
@@ -154,4 +247,17 @@ imagePullSecrets:
 {{- end }}
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- end }}
+
+{{/*
+The worker pool's settings, given to the workers and (to queue turns) the daemon. Workers:* is
+issue 16's `meshwork worker`; check.mjs lists these names as coming until the settings exist.
+*/}}
+{{- define "meshwork.workersEnv" -}}
+- name: Workers__Transport
+  value: {{ .Values.workers.transport | quote }}
+- name: Workers__StreamKey
+  value: {{ .Values.workers.streamKey | quote }}
+- name: Workers__ConsumerGroup
+  value: {{ .Values.workers.consumerGroup | quote }}
 {{- end }}
