@@ -19,6 +19,10 @@ class FakeAdapter implements ChannelAdapter {
     readonly displayName: string,
     readonly connectedAtStart = false,
   ) {}
+  missing: string | undefined;
+  missingSetting() {
+    return this.missing;
+  }
   async connect() {
     if (this.failNextConnect) {
       this.failNextConnect = false;
@@ -55,7 +59,7 @@ test.serial(
     const chat = new FakeAdapter("chatty", "Chatty");
     await registry.register(chat);
     await registry.start();
-    t.deepEqual(await registry.list(), [{ channelType: "chatty", displayName: "Chatty", isConnected: false }]);
+    t.deepEqual(await registry.list(), [{ channelType: "chatty", displayName: "Chatty", isConnected: false, configured: true }]);
     t.is(chat.opened, 0, "a disconnected channel is not opened at start");
 
     await t.throwsAsync(registry.send("chatty", "c1", "hi"), { message: /not connected/ });
@@ -88,7 +92,7 @@ test.serial(
     await first.start();
     const late = new FakeAdapter("latecomer", "Late", true);
     await first.register(late);
-    t.deepEqual(await first.list(), [{ channelType: "latecomer", displayName: "Late", isConnected: true }]);
+    t.deepEqual(await first.list(), [{ channelType: "latecomer", displayName: "Late", isConnected: true, configured: true }]);
     t.is(late.opened, 1, "connected at start: opened on registration");
     await t.throwsAsync(first.register(new FakeAdapter("latecomer", "Again")), { message: /already registered/ });
     await t.throwsAsync(first.register(new FakeAdapter("Bad Name", "Bad")), { message: /lower-case/ });
