@@ -3,6 +3,11 @@
 // listed until their adapters land), and the conversation router every adapter hands its messages
 // to. Adapters are built with the Channels:<Type>:* settings at start (their credentials need a
 // restart); the router reads AllowFrom, Provider and Model at each message (hot reload).
+//
+// A platform adapter's loop runs detached from the request that connected it: its messages,
+// turns and audit entries happen in the context captured at start (no caller identity, no request
+// id), not in that of whoever happened to call connect.
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "pino";
 import { ChannelService } from "../../../gen/agents/v1/channel_pb.js";
 import type { EventBus } from "../../runtime/bus/index.js";
@@ -59,6 +64,7 @@ export const channelsParts = {
     services: ServiceRegistration[];
     workers: Worker[];
   }> {
+    const detached = AsyncLocalStorage.snapshot();
     const registry = createChannelRegistry({ db: deps.db, uow: createUnitOfWork(deps), audit: options.audit, logger: deps.logger });
     const adapters = new Map<string, ChannelAdapter>();
     const router = createConversationRouter({
@@ -86,10 +92,11 @@ export const channelsParts = {
     };
     const settings = options.settings();
     const web = createWebChannel(deps.db, settings.web.autoConnect);
+    const outsideRequests = (adapter: ChannelAdapter): ChannelAdapter => ({ ...adapter, connect: () => detached(() => adapter.connect()) });
     const all: ChannelAdapter[] = [
       web,
-      createTelegramChannel(settings.telegram, hostFor("telegram")),
-      createSignalChannel(settings.signal, hostFor("signal")),
+      outsideRequests(createTelegramChannel(settings.telegram, hostFor("telegram"))),
+      outsideRequests(createSignalChannel(settings.signal, hostFor("signal"))),
       pendingChannel(
         "slack",
         "Slack",
