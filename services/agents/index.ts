@@ -236,7 +236,12 @@ export const agentsModule = defineModule({
     const jobs = await jobsParts.start({ db, tools: settings.tools, dataDir, logger: deps.logger });
     return {
       services: [
-        defineService(AgentService, agentService(agents, turnSettings, hubTokens)),
+        defineService(AgentService, {
+          ...agentService(agents, turnSettings, hubTokens),
+          // The web channel's SendMessage and ReceiveMessage on /hubs/agent (channels/web-hub.ts).
+          sendWebChannelMessage: (req, ctx) => channels.webHub.sendWebChannelMessage(req, ctx),
+          pushAgentHubCalls: (req, ctx) => channels.webHub.pushAgentHubCalls(req, ctx),
+        }),
         defineService(SessionService, sessionService(deps.db)),
         defineService(ProviderService, providerService(agents)),
         agentHealthService(health),

@@ -4,10 +4,12 @@
 // conversation), getUpdates offsets, AllowFrom (others ignored and audited), bot / own / non-text
 // messages ignored, a long reply split at 4096 in order, a 429's retry_after honoured, platform-side
 // loss and recovery as channel.disconnected / channel.connected, the Signal core path (direct and
-// group, Last-Event-ID on reconnect), and a failed turn answered with an apology (last: it leaves
+// group, Last-Event-ID on reconnect), the web channel on /hubs/agent (SendMessage, the reply and
+// POST /api/channels/web/send pushed as ReceiveMessage to the connections in that conversation), and a failed turn answered with an apology (last: it leaves
 // the provider waiting for a probe).
 import { fromBinary } from "@bufbuild/protobuf";
-import test from "ava";
+import { HttpTransportType, type HubConnection, HubConnectionBuilder, LogLevel } from "@microsoft/signalr";
+import test, { type ExecutionContext } from "ava";
 import { ChannelConnectedSchema, ChannelDisconnectedSchema } from "../../gen/agents/v1/events_pb.js";
 import { APOLOGY } from "../../services/agents/channels/conversations.js";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -247,6 +249,48 @@ test.serial("Signal: a dropped stream is a loss; the reconnect sends Last-Event-
   t.is(signal.sent.at(-1)!.message, "reconnected");
   t.deepEqual(lastPrompt().slice(-3), ["user: hello signal", "assistant: hola", "user: you there?"], "the conversation's history");
 });
+
+async function hub(t: ExecutionContext): Promise<{ connection: HubConnection; received: unknown[] }> {
+  const connection = new HubConnectionBuilder()
+    .withUrl(`${env.base}/hubs/agent`, { transport: HttpTransportType.WebSockets })
+    .configureLogging(LogLevel.None)
+    .build();
+  const received: unknown[] = [];
+  connection.on("ReceiveMessage", (message: unknown) => received.push(message));
+  await connection.start();
+  t.teardown(() => connection.stop());
+  return { connection, received };
+}
+
+test.serial(
+  "web: SendMessage on /hubs/agent runs a turn; the reply and a REST send come back as ReceiveMessage to that conversation's connections",
+  async (t) => {
+    const alice = await hub(t);
+    const bob = await hub(t);
+    env.fake.script.push({ kind: "reply", content: ["web ", "reply"] });
+    const accepted = await alice.connection.invoke("SendMessage", "web-conv-1", "hello web");
+    t.deepEqual(accepted, { channelType: "web", conversationId: "web-conv-1" });
+    await until(() => alice.received.length >= 1, "ReceiveMessage with the reply");
+    t.deepEqual(alice.received[0], { channelType: "web", conversationId: "web-conv-1", content: "web reply" });
+    t.deepEqual(lastPrompt().slice(-1), ["user: hello web"]);
+
+    const sent = await call(env.base, "POST", "/api/channels/web/send", { conversationId: "web-conv-1", content: "an operator's note" });
+    t.is(sent.status, 202);
+    await until(() => alice.received.length >= 2, "ReceiveMessage with the REST send");
+    t.deepEqual(alice.received[1], { channelType: "web", conversationId: "web-conv-1", content: "an operator's note" });
+
+    env.fake.script.push({ kind: "reply", content: ["bob's own"] });
+    await bob.connection.invoke("SendMessage", "web-conv-2", "bob here");
+    await until(() => bob.received.length >= 1, "bob's reply");
+    t.deepEqual(
+      bob.received,
+      [{ channelType: "web", conversationId: "web-conv-2", content: "bob's own" }],
+      "nothing of a conversation bob never sent to",
+    );
+    t.deepEqual(lastPrompt(), ["user: bob here"], "a new conversation, a new agent");
+    await t.throwsAsync(alice.connection.invoke("SendMessage", "web-conv-1", "  "), { message: /content/ });
+  },
+);
 
 test.serial("a failed turn is answered with a short apology, never the error", async (t) => {
   env.fake.script.push({ kind: "status", status: 400 });

@@ -28,6 +28,7 @@ import { pendingChannel } from "./pending-adapters.js";
 import { createSignalChannel } from "./signal.js";
 import { createTelegramChannel } from "./telegram.js";
 import { createWebChannel, type WebChannel } from "./web-channel.js";
+import { createWebHub, type WebHub } from "./web-hub.js";
 
 export type { ChannelAdapter } from "./channel-adapter.js";
 export type { ChannelRegistry } from "./channel-registry.js";
@@ -61,6 +62,8 @@ export const channelsParts = {
     registry: ChannelRegistry;
     web: WebChannel;
     router: ConversationRouter;
+    /** SendMessage and the ReceiveMessage pushes of /hubs/agent: methods of AgentService, joined to it by the module. */
+    webHub: WebHub;
     services: ServiceRegistration[];
     workers: Worker[];
   }> {
@@ -112,15 +115,18 @@ export const channelsParts = {
     await registry.start();
     // Other instances' connects and disconnects open and close this instance's adapters too.
     const following = await registry.follow(deps.bus, agentsStream.name);
+    const webHub = createWebHub(web, registry, router);
     return {
       registry,
       web,
       router,
+      webHub,
       services: [defineService(ChannelService, channelService(registry))],
       workers: [
         {
           name: "chat channels",
           async stop() {
+            webHub.stop();
             await following.stop();
             await registry.stop();
             await router.drained();
