@@ -1,5 +1,6 @@
 // Turns a failed call into the gateway's HttpError: status by the standard table, the service's
-// message for client errors only, and google.rpc.BadRequest violations as per-field messages.
+// message for client errors only, and google.rpc.BadRequest violations as per-field messages. An
+// HttpErrorStatus detail may set a 4xx on a client error, or 502 on a server error.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { HttpErrorStatusSchema } from "../../gen/meshwork/api/v1/options_pb.js";
@@ -9,6 +10,7 @@ import { HttpError, type FieldErrors } from "./http-error.js";
 // A 5xx message is written for operators (hosts, SQL, stack hints), never for clients.
 const GENERIC_DETAIL: Readonly<Record<number, string>> = {
   501: "This operation is not implemented.",
+  502: "An upstream platform refused the request or could not be reached.",
   503: "The service is unavailable; try again later.",
   504: "The service did not answer in time.",
 };
@@ -22,6 +24,8 @@ export function fromConnectError(
   const err = ConnectError.from(reason);
   let status = httpStatusOf(err.code, failedPreconditionStatus);
   if (status >= 500) {
+    // The one server-error override: 502 (an upstream platform failed), still with the generic text.
+    if (safeStatusOverride(err) === 502) status = 502;
     // The service's code name (an ErrorInfo reason) is for clients; its message is not.
     return new HttpError(status, safeReason(err) ?? codeName(err.code), GENERIC_DETAIL[status] ?? INTERNAL_DETAIL);
   }

@@ -32,3 +32,16 @@ test("a status outside 4xx, or on a server error, is ignored", (t) => {
   t.is(out.errorName, "PAYMENT_PROCESSOR_UNAVAILABLE");
   t.false(out.detail.includes("10.0.0.5"));
 });
+
+test("a 502 HttpErrorStatus detail on a server error answers 502 with the generic text, never the message", (t) => {
+  const err = new ConnectError("telegram at https://api.telegram.org/bot123:SECRET refused", Code.Unavailable, undefined, [
+    info("CHANNEL_PLATFORM_REFUSED"),
+    { desc: HttpErrorStatusSchema, value: { status: 502 } },
+  ]);
+  const out = fromConnectError(err);
+  t.is(out.status, 502);
+  t.is(out.errorName, "CHANNEL_PLATFORM_REFUSED");
+  t.false(out.detail.includes("SECRET"));
+  const onClientError = new ConnectError("x", Code.InvalidArgument, undefined, [{ desc: HttpErrorStatusSchema, value: { status: 502 } }]);
+  t.is(fromConnectError(onClientError).status, 400);
+});

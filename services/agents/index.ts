@@ -22,6 +22,7 @@ import { createUnitOfWork } from "../runtime/outbox/index.js";
 import { agentService, providerService } from "./agents/agent-service.js";
 import { Agents } from "./agents/agents.js";
 import { AgentEntity } from "./agents/entities.js";
+import { runTurn } from "./agents/turns.js";
 import { createProviderPool, pooledProviders } from "./agents/provider-setup.js";
 import { type TelemetryProviders, type TurnInstruments, turnInstruments } from "./agents/turn-telemetry.js";
 import { agentsStream } from "./agents-stream.js";
@@ -179,7 +180,6 @@ export const agentsModule = defineModule({
     const uow = createUnitOfWork(deps);
     const auditing = auditParts.start(deps, { capacity: settings.agentGateway.auditCapacity });
     const audit = alsoTo(auditing.ring, agentsWiring.audit);
-    const channels = await channelsParts.start(deps, { audit });
     const instruments = agentsWiring.telemetry ? turnInstruments(agentsWiring.telemetry) : liveInstruments(telemetry);
     const tools = await toolsParts.start({
       db: deps.db,
@@ -209,6 +209,16 @@ export const agentsModule = defineModule({
       maxToolRounds: settings.agentGateway.maxToolRounds,
       providerProbeSeconds: settings.agentGateway.providerProbeSeconds,
     };
+    // Chat channels: a message runs a turn of its conversation's agent (channels/conversations.ts).
+    const channels = await channelsParts.start(deps, {
+      audit,
+      settings: () => live.channels,
+      agents: {
+        spawn: (input) => agents.spawn(input),
+        agentExists: async (id) => (await deps.db.reads.byId(AgentEntity, id)) !== null,
+        runTurn: async (agentId, message) => (await runTurn(agents.deps, turnSettings, agentId, message)).response,
+      },
+    });
     const { runtime, db } = deps;
     const health = createAgentHealth({
       activeAgents: () => db.em().count(AgentEntity, {}),
@@ -226,7 +236,12 @@ export const agentsModule = defineModule({
     const jobs = await jobsParts.start({ db, tools: settings.tools, dataDir, logger: deps.logger });
     return {
       services: [
-        defineService(AgentService, agentService(agents, turnSettings, hubTokens)),
+        defineService(AgentService, {
+          ...agentService(agents, turnSettings, hubTokens),
+          // The web channel's SendMessage and ReceiveMessage on /hubs/agent (channels/web-hub.ts).
+          sendWebChannelMessage: (req, ctx) => channels.webHub.sendWebChannelMessage(req, ctx),
+          pushAgentHubCalls: (req, ctx) => channels.webHub.pushAgentHubCalls(req, ctx),
+        }),
         defineService(SessionService, sessionService(deps.db)),
         defineService(ProviderService, providerService(agents)),
         agentHealthService(health),

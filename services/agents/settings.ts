@@ -1,7 +1,7 @@
 // The agent gateway's own settings (interface: the Configuration table of agent-gateway-api.md):
 // agents (Gateway:Agents:*), the gateway's local directory and provider tuning (AgentGateway:*),
 // the model providers (Providers:<name>:*), update checks (Updates:*) and remote tool servers
-// (MCP:Servers). The front's own settings (Gateway:Server, Auth, RateLimit, Cors, Telemetry) are
+// (MCP:Servers) and the chat channels (Channels:<Type>:*). The front's own settings (Gateway:Server, Auth, RateLimit, Cors, Telemetry) are
 // declared beside these in index.ts. A bad value stops start-up (exit 2) naming the setting.
 import { isIP } from "node:net";
 import { z } from "zod";
@@ -261,6 +261,78 @@ function checkMcpServer(server: McpServerSettings): void {
   }
 }
 
+/** The fields every chat channel has: AutoConnect, AllowFrom, Provider, Model. */
+function channelFields(name: string, autoConnect: boolean) {
+  return {
+    autoConnect: setting.bool({
+      default: autoConnect,
+      description: `The state the ${name} channel starts in the first time the gateway runs with it configured; after that its last connect or disconnect stands, across restarts.`,
+    }),
+    allowFrom: setting.string({
+      reloadable: true,
+      description: `Comma-separated ${name} sender ids whose messages run a turn; unset: everyone. Other senders' messages are ignored and audited (channel.message.denied).`,
+    }),
+    provider: setting.string({
+      reloadable: true,
+      description: `Provider of the agents ${name} conversations spawn (a name under Providers). Unset: Gateway:Agents:DefaultProvider.`,
+    }),
+    model: setting.string({
+      reloadable: true,
+      description: `Model of the agents ${name} conversations spawn. Unset: Gateway:Agents:DefaultModel, else the provider's first.`,
+    }),
+  };
+}
+
+export const channelsSettings = z.object({
+  web: z.object(channelFields("web", true)),
+  telegram: z.object({
+    ...channelFields("Telegram", false),
+    botToken: setting.string({ secret: true, description: "The Telegram bot's token (from @BotFather); required to connect." }),
+    apiBaseUrl: setting.url({
+      protocols: ["https:", "http:"],
+      default: "https://api.telegram.org",
+      description: "The Telegram Bot API's base URL (`<base>/bot<token>/<method>`).",
+    }),
+    pollTimeoutSeconds: setting.int({
+      min: 0,
+      max: 600,
+      default: 30,
+      description: "The long poll's timeout (getUpdates `timeout`); the gateway reconnects 3 s after a lost poll.",
+    }),
+  }),
+  slack: z.object({
+    ...channelFields("Slack", false),
+    botToken: setting.string({ secret: true, description: "The Slack app's bot token (xoxb-…); required to connect." }),
+    appToken: setting.string({ secret: true, description: "The Slack app-level token (xapp-…, Socket Mode); required to connect." }),
+    apiBaseUrl: setting.url({
+      protocols: ["https:", "http:"],
+      default: "https://slack.com/api",
+      description: "The Slack Web API's base URL.",
+    }),
+  }),
+  discord: z.object({
+    ...channelFields("Discord", false),
+    botToken: setting.string({ secret: true, description: "The Discord bot's token; required to connect." }),
+    apiBaseUrl: setting.url({
+      protocols: ["https:", "http:"],
+      default: "https://discord.com/api/v10",
+      description: "The Discord REST API's base URL.",
+    }),
+  }),
+  signal: z.object({
+    ...channelFields("Signal", false),
+    baseUrl: setting.url({
+      protocols: ["https:", "http:"],
+      description: "The signal-cli HTTP daemon (`signal-cli daemon --http`), e.g. http://127.0.0.1:8080; required to connect.",
+    }),
+    account: setting.string({
+      description: "The Signal account (phone number) signal-cli sends as, e.g. +15550001111; required to connect.",
+    }),
+  }),
+});
+
+export type ChannelsSettings = z.output<typeof channelsSettings>;
+
 /** The sections of the agent gateway's settings other than the front's own. */
 export const agentsCoreSections = {
   agentGateway: agentGatewaySettings,
@@ -269,6 +341,7 @@ export const agentsCoreSections = {
   MCP: mcpSettings,
   tools: toolsSettings,
   daemon: daemonSettings,
+  channels: channelsSettings,
 };
 
 export type GatewayAgentsSettings = z.output<typeof gatewayAgentsSettings>;

@@ -11,7 +11,7 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import type { EmptySchema, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_empty, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { HubConnectRequestSchema, HubConnectResponseSchema } from "../../meshwork/api/v1/hubs_pb.js";
+import type { HubClientCallsSchema, HubConnectRequestSchema, HubConnectResponseSchema } from "../../meshwork/api/v1/hubs_pb.js";
 import { file_meshwork_api_v1_hubs } from "../../meshwork/api/v1/hubs_pb.js";
 import { file_meshwork_api_v1_options } from "../../meshwork/api/v1/options_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agents/v1/agent.proto.
  */
 export const file_agents_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVhZ2VudHMvdjEvYWdlbnQucHJvdG8SCWFnZW50cy52MSLRAQoFQWdlbnQSCgoCaWQYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSDQoFbW9kZWwYAyABKAkSEgoKdHVybl9jb3VudBgEIAEoDRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVzdGF0ZRgGIAEoCRI0ChBsYXN0X2FjdGl2aXR5X2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpzZXNzaW9uX2lkGAggASgJIk8KBVVzYWdlEhUKDXByb21wdF90b2tlbnMYASABKA0SGQoRY29tcGxldGlvbl90b2tlbnMYAiABKA0SFAoMdG90YWxfdG9rZW5zGAMgASgNIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hZ2VudHMudjEuQWdlbnQigwEKEVNwYXduQWdlbnRSZXF1ZXN0EhUKCHByb3ZpZGVyGAEgASgJSACIAQESEgoFbW9kZWwYAiABKAlIAYgBARIaCg1zeXN0ZW1fcHJvbXB0GAMgASgJSAKIAQFCCwoJX3Byb3ZpZGVyQggKBl9tb2RlbEIQCg5fc3lzdGVtX3Byb21wdCIdCg9HZXRBZ2VudFJlcXVlc3QSCgoCaWQYASABKAkiHgoQU3RvcEFnZW50UmVxdWVzdBIKCgJpZBgBIAEoCSIxChJTZW5kTWVzc2FnZVJlcXVlc3QSCgoCaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSJ9ChNTZW5kTWVzc2FnZVJlc3BvbnNlEhAKCHJlc3BvbnNlGAEgASgJEhIKCnR1cm5faW5kZXgYAiABKA0SEAoIcHJvdmlkZXIYAyABKAkSDQoFbW9kZWwYBCABKAkSHwoFdXNhZ2UYBSABKAsyEC5hZ2VudHMudjEuVXNhZ2UiNgoRU3RyZWFtQ2hhdFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI8CglDaGF0RXZlbnQSDAoEdHlwZRgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIPCgdjb250ZW50GAMgASgJMukHCgxBZ2VudFNlcnZpY2USWgoPQ29ubmVjdEFnZW50SHViEiIubWVzaHdvcmsuYXBpLnYxLkh1YkNvbm5lY3RSZXF1ZXN0GiMubWVzaHdvcmsuYXBpLnYxLkh1YkNvbm5lY3RSZXNwb25zZRKlAQoKTGlzdEFnZW50cxIcLmFnZW50cy52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmFnZW50cy52MS5MaXN0QWdlbnRzUmVzcG9uc2UiWpL0GCEKCy9odWJzL2FnZW50EgpMaXN0QWdlbnRzIgZhZ2VudHOC0+STAi9aGGIGYWdlbnRzEg4vYXBpL3YxL2FnZW50c2IGYWdlbnRzEgsvYXBpL2FnZW50cxJ/CgpTcGF3bkFnZW50EhwuYWdlbnRzLnYxLlNwYXduQWdlbnRSZXF1ZXN0GhAuYWdlbnRzLnYxLkFnZW50IkHI8xjJAdLzGAkIAhIFYWRtaW7Y8xgBgtPkkwIlOgEqWhM6ASoiDi9hcGkvdjEvYWdlbnRzIgsvYXBpL2FnZW50cxJpCghHZXRBZ2VudBIaLmFnZW50cy52MS5HZXRBZ2VudFJlcXVlc3QaEC5hZ2VudHMudjEuQWdlbnQiL4LT5JMCKVoVEhMvYXBpL3YxL2FnZW50cy97aWR9EhAvYXBpL2FnZW50cy97aWR9EoMBCglTdG9wQWdlbnQSGy5hZ2VudHMudjEuU3RvcEFnZW50UmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eSJByPMYzAHS8xgJCAISBWFkbWlugtPkkwIpWhUqEy9hcGkvdjEvYWdlbnRzL3tpZH0qEC9hcGkvYWdlbnRzL3tpZH0SowEKC1NlbmRNZXNzYWdlEh0uYWdlbnRzLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBoeLmFnZW50cy52MS5TZW5kTWVzc2FnZVJlc3BvbnNlIlXS8xgMCAISCG9wZXJhdG9ygtPkkwI/OgEqWiA6ASoiGy9hcGkvdjEvYWdlbnRzL3tpZH0vbWVzc2FnZSIYL2FwaS9hZ2VudHMve2lkfS9tZXNzYWdlEoQBCgpTdHJlYW1DaGF0EhwuYWdlbnRzLnYxLlN0cmVhbUNoYXRSZXF1ZXN0GhQuYWdlbnRzLnYxLkNoYXRFdmVudCJA0vMYDAgCEghvcGVyYXRvcpL0GCwKCy9odWJzL2FnZW50EgpTdHJlYW1DaGF0GghhZ2VudF9pZBoHbWVzc2FnZTABGjbK8xgECAMQAdLzGAgIAhIEdXNlcurzGB4KCy9odWJzL2FnZW50Eg9Db25uZWN0QWdlbnRIdWJiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_timestamp, file_meshwork_api_v1_hubs, file_meshwork_api_v1_options]);
+  fileDesc("ChVhZ2VudHMvdjEvYWdlbnQucHJvdG8SCWFnZW50cy52MSLRAQoFQWdlbnQSCgoCaWQYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSDQoFbW9kZWwYAyABKAkSEgoKdHVybl9jb3VudBgEIAEoDRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVzdGF0ZRgGIAEoCRI0ChBsYXN0X2FjdGl2aXR5X2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpzZXNzaW9uX2lkGAggASgJIk8KBVVzYWdlEhUKDXByb21wdF90b2tlbnMYASABKA0SGQoRY29tcGxldGlvbl90b2tlbnMYAiABKA0SFAoMdG90YWxfdG9rZW5zGAMgASgNIhMKEUxpc3RBZ2VudHNSZXF1ZXN0IjYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hZ2VudHMudjEuQWdlbnQigwEKEVNwYXduQWdlbnRSZXF1ZXN0EhUKCHByb3ZpZGVyGAEgASgJSACIAQESEgoFbW9kZWwYAiABKAlIAYgBARIaCg1zeXN0ZW1fcHJvbXB0GAMgASgJSAKIAQFCCwoJX3Byb3ZpZGVyQggKBl9tb2RlbEIQCg5fc3lzdGVtX3Byb21wdCIdCg9HZXRBZ2VudFJlcXVlc3QSCgoCaWQYASABKAkiHgoQU3RvcEFnZW50UmVxdWVzdBIKCgJpZBgBIAEoCSIxChJTZW5kTWVzc2FnZVJlcXVlc3QSCgoCaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSJ9ChNTZW5kTWVzc2FnZVJlc3BvbnNlEhAKCHJlc3BvbnNlGAEgASgJEhIKCnR1cm5faW5kZXgYAiABKA0SEAoIcHJvdmlkZXIYAyABKAkSDQoFbW9kZWwYBCABKAkSHwoFdXNhZ2UYBSABKAsyEC5hZ2VudHMudjEuVXNhZ2UiNgoRU3RyZWFtQ2hhdFJlcXVlc3QSEAoIYWdlbnRfaWQYASABKAkSDwoHbWVzc2FnZRgCIAEoCSI8CglDaGF0RXZlbnQSDAoEdHlwZRgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIPCgdjb250ZW50GAMgASgJIkgKHFNlbmRXZWJDaGFubmVsTWVzc2FnZVJlcXVlc3QSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiTgodU2VuZFdlYkNoYW5uZWxNZXNzYWdlUmVzcG9uc2USFAoMY2hhbm5lbF90eXBlGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCSIaChhQdXNoQWdlbnRIdWJDYWxsc1JlcXVlc3QykAoKDEFnZW50U2VydmljZRJaCg9Db25uZWN0QWdlbnRIdWISIi5tZXNod29yay5hcGkudjEuSHViQ29ubmVjdFJlcXVlc3QaIy5tZXNod29yay5hcGkudjEuSHViQ29ubmVjdFJlc3BvbnNlEqUBCgpMaXN0QWdlbnRzEhwuYWdlbnRzLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYWdlbnRzLnYxLkxpc3RBZ2VudHNSZXNwb25zZSJakvQYIQoLL2h1YnMvYWdlbnQSCkxpc3RBZ2VudHMiBmFnZW50c4LT5JMCL1oYYgZhZ2VudHMSDi9hcGkvdjEvYWdlbnRzYgZhZ2VudHMSCy9hcGkvYWdlbnRzEn8KClNwYXduQWdlbnQSHC5hZ2VudHMudjEuU3Bhd25BZ2VudFJlcXVlc3QaEC5hZ2VudHMudjEuQWdlbnQiQcjzGMkB0vMYCQgCEgVhZG1pbtjzGAGC0+STAiU6ASpaEzoBKiIOL2FwaS92MS9hZ2VudHMiCy9hcGkvYWdlbnRzEmkKCEdldEFnZW50EhouYWdlbnRzLnYxLkdldEFnZW50UmVxdWVzdBoQLmFnZW50cy52MS5BZ2VudCIvgtPkkwIpWhUSEy9hcGkvdjEvYWdlbnRzL3tpZH0SEC9hcGkvYWdlbnRzL3tpZH0SgwEKCVN0b3BBZ2VudBIbLmFnZW50cy52MS5TdG9wQWdlbnRSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5IkHI8xjMAdLzGAkIAhIFYWRtaW6C0+STAilaFSoTL2FwaS92MS9hZ2VudHMve2lkfSoQL2FwaS9hZ2VudHMve2lkfRKjAQoLU2VuZE1lc3NhZ2USHS5hZ2VudHMudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Gh4uYWdlbnRzLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2UiVdLzGAwIAhIIb3BlcmF0b3KC0+STAj86ASpaIDoBKiIbL2FwaS92MS9hZ2VudHMve2lkfS9tZXNzYWdlIhgvYXBpL2FnZW50cy97aWR9L21lc3NhZ2UStAEKFVNlbmRXZWJDaGFubmVsTWVzc2FnZRInLmFnZW50cy52MS5TZW5kV2ViQ2hhbm5lbE1lc3NhZ2VSZXF1ZXN0GiguYWdlbnRzLnYxLlNlbmRXZWJDaGFubmVsTWVzc2FnZVJlc3BvbnNlIkjS8xgMCAISCG9wZXJhdG9ykvQYNAoLL2h1YnMvYWdlbnQSC1NlbmRNZXNzYWdlGg9jb252ZXJzYXRpb25faWQaB2NvbnRlbnQSWwoRUHVzaEFnZW50SHViQ2FsbHMSIy5hZ2VudHMudjEuUHVzaEFnZW50SHViQ2FsbHNSZXF1ZXN0Gh8ubWVzaHdvcmsuYXBpLnYxLkh1YkNsaWVudENhbGxzMAEShAEKClN0cmVhbUNoYXQSHC5hZ2VudHMudjEuU3RyZWFtQ2hhdFJlcXVlc3QaFC5hZ2VudHMudjEuQ2hhdEV2ZW50IkDS8xgMCAISCG9wZXJhdG9ykvQYLAoLL2h1YnMvYWdlbnQSClN0cmVhbUNoYXQaCGFnZW50X2lkGgdtZXNzYWdlMAEaScrzGAQIAxAB0vMYCAgCEgR1c2Vy6vMYMQoLL2h1YnMvYWdlbnQSD0Nvbm5lY3RBZ2VudEh1YhoRUHVzaEFnZW50SHViQ2FsbHNiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_empty, file_google_protobuf_timestamp, file_meshwork_api_v1_hubs, file_meshwork_api_v1_options]);
 
 /**
  * An agent as every read answers it.
@@ -350,6 +350,69 @@ export const ChatEventSchema: GenMessage<ChatEvent> = /*@__PURE__*/
   messageDesc(file_agents_v1_agent, 10);
 
 /**
+ * @generated from message agents.v1.SendWebChannelMessageRequest
+ */
+export type SendWebChannelMessageRequest = Message<"agents.v1.SendWebChannelMessageRequest"> & {
+  /**
+   * The web conversation (any id the client chooses); required, not blank.
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * The text; required, not blank.
+   *
+   * @generated from field: string content = 2;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message agents.v1.SendWebChannelMessageRequest.
+ * Use `create(SendWebChannelMessageRequestSchema)` to create a new message.
+ */
+export const SendWebChannelMessageRequestSchema: GenMessage<SendWebChannelMessageRequest> = /*@__PURE__*/
+  messageDesc(file_agents_v1_agent, 11);
+
+/**
+ * SendMessage's result: the message was accepted; the reply comes as ReceiveMessage.
+ *
+ * @generated from message agents.v1.SendWebChannelMessageResponse
+ */
+export type SendWebChannelMessageResponse = Message<"agents.v1.SendWebChannelMessageResponse"> & {
+  /**
+   * @generated from field: string channel_type = 1;
+   */
+  channelType: string;
+
+  /**
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+};
+
+/**
+ * Describes the message agents.v1.SendWebChannelMessageResponse.
+ * Use `create(SendWebChannelMessageResponseSchema)` to create a new message.
+ */
+export const SendWebChannelMessageResponseSchema: GenMessage<SendWebChannelMessageResponse> = /*@__PURE__*/
+  messageDesc(file_agents_v1_agent, 12);
+
+/**
+ * @generated from message agents.v1.PushAgentHubCallsRequest
+ */
+export type PushAgentHubCallsRequest = Message<"agents.v1.PushAgentHubCallsRequest"> & {
+};
+
+/**
+ * Describes the message agents.v1.PushAgentHubCallsRequest.
+ * Use `create(PushAgentHubCallsRequestSchema)` to create a new message.
+ */
+export const PushAgentHubCallsRequestSchema: GenMessage<PushAgentHubCallsRequest> = /*@__PURE__*/
+  messageDesc(file_agents_v1_agent, 13);
+
+/**
  * Agents, at /api/agents (and /api/v1/agents), and the /hubs/agent hub (SignalR JSON protocol:
  * StreamChat, ListAgents). Roles are levels: User < Operator < Admin.
  *
@@ -418,6 +481,31 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof SendMessageRequestSchema;
     output: typeof SendMessageResponseSchema;
+  },
+  /**
+   * The web chat channel on /hubs/agent: SendMessage(conversationId, content) hands the message to
+   * the conversation router (channel `web`: the conversation's agent, spawned on its first message,
+   * one turn at a time) and answers at once; the reply is pushed to the connection as
+   * ReceiveMessage({ channelType, conversationId, content }). Blank fields 400; web disconnected 409.
+   *
+   * @generated from rpc agents.v1.AgentService.SendWebChannelMessage
+   */
+  sendWebChannelMessage: {
+    methodKind: "unary";
+    input: typeof SendWebChannelMessageRequestSchema;
+    output: typeof SendWebChannelMessageResponseSchema;
+  },
+  /**
+   * Pushed to every /hubs/agent connection: ReceiveMessage(agents.v1.WebChannelMessage) for each
+   * message the web channel delivers to a conversation the connection sent to (the replies, and
+   * POST /api/channels/web/send), on the instance that delivered it.
+   *
+   * @generated from rpc agents.v1.AgentService.PushAgentHubCalls
+   */
+  pushAgentHubCalls: {
+    methodKind: "server_streaming";
+    input: typeof PushAgentHubCallsRequestSchema;
+    output: typeof HubClientCallsSchema;
   },
   /**
    * One turn, streamed (the /hubs/agent hub's StreamChat(agentId, message)). A failed turn yields

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agents/v1/channel.proto.
  */
 export const file_agents_v1_channel: GenFile = /*@__PURE__*/
-  fileDesc("ChdhZ2VudHMvdjEvY2hhbm5lbC5wcm90bxIJYWdlbnRzLnYxIksKB0NoYW5uZWwSFAoMY2hhbm5lbF90eXBlGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRIUCgxpc19jb25uZWN0ZWQYAyABKAgiFQoTTGlzdENoYW5uZWxzUmVxdWVzdCI8ChRMaXN0Q2hhbm5lbHNSZXNwb25zZRIkCghjaGFubmVscxgBIAMoCzISLmFnZW50cy52MS5DaGFubmVsIi0KFUNvbm5lY3RDaGFubmVsUmVxdWVzdBIUCgxjaGFubmVsX3R5cGUYASABKAkiMAoYRGlzY29ubmVjdENoYW5uZWxSZXF1ZXN0EhQKDGNoYW5uZWxfdHlwZRgBIAEoCSI6CgxDaGFubmVsU3RhdGUSFAoMY2hhbm5lbF90eXBlGAEgASgJEhQKDGlzX2Nvbm5lY3RlZBgCIAEoCCJbChlTZW5kQ2hhbm5lbE1lc3NhZ2VSZXF1ZXN0EhQKDGNoYW5uZWxfdHlwZRgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSDwoHY29udGVudBgDIAEoCSJfChpTZW5kQ2hhbm5lbE1lc3NhZ2VSZXNwb25zZRIUCgxjaGFubmVsX3R5cGUYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEhIKCm1lc3NhZ2VfaWQYAyABKAkygwYKDkNoYW5uZWxTZXJ2aWNlEo4BCgxMaXN0Q2hhbm5lbHMSHi5hZ2VudHMudjEuTGlzdENoYW5uZWxzUmVxdWVzdBofLmFnZW50cy52MS5MaXN0Q2hhbm5lbHNSZXNwb25zZSI9gtPkkwI3WhxiCGNoYW5uZWxzEhAvYXBpL3YxL2NoYW5uZWxzYghjaGFubmVscxINL2FwaS9jaGFubmVscxK0AQoOQ29ubmVjdENoYW5uZWwSIC5hZ2VudHMudjEuQ29ubmVjdENoYW5uZWxSZXF1ZXN0GhcuYWdlbnRzLnYxLkNoYW5uZWxTdGF0ZSJn0vMYDAgCEghvcGVyYXRvcoLT5JMCUVopIicvYXBpL3YxL2NoYW5uZWxzL3tjaGFubmVsX3R5cGV9L2Nvbm5lY3QiJC9hcGkvY2hhbm5lbHMve2NoYW5uZWxfdHlwZX0vY29ubmVjdBLAAQoRRGlzY29ubmVjdENoYW5uZWwSIy5hZ2VudHMudjEuRGlzY29ubmVjdENoYW5uZWxSZXF1ZXN0GhcuYWdlbnRzLnYxLkNoYW5uZWxTdGF0ZSJt0vMYDAgCEghvcGVyYXRvcoLT5JMCV1osIiovYXBpL3YxL2NoYW5uZWxzL3tjaGFubmVsX3R5cGV9L2Rpc2Nvbm5lY3QiJy9hcGkvY2hhbm5lbHMve2NoYW5uZWxfdHlwZX0vZGlzY29ubmVjdBLPAQoSU2VuZENoYW5uZWxNZXNzYWdlEiQuYWdlbnRzLnYxLlNlbmRDaGFubmVsTWVzc2FnZVJlcXVlc3QaJS5hZ2VudHMudjEuU2VuZENoYW5uZWxNZXNzYWdlUmVzcG9uc2UibMjzGMoB0vMYDAgCEghvcGVyYXRvcoLT5JMCUToBKlopOgEqIiQvYXBpL3YxL2NoYW5uZWxzL3tjaGFubmVsX3R5cGV9L3NlbmQiIS9hcGkvY2hhbm5lbHMve2NoYW5uZWxfdHlwZX0vc2VuZBoUyvMYBAgDEAHS8xgICAISBHVzZXJiBnByb3RvMw", [file_google_api_annotations, file_meshwork_api_v1_options]);
+  fileDesc("ChdhZ2VudHMvdjEvY2hhbm5lbC5wcm90bxIJYWdlbnRzLnYxIl8KB0NoYW5uZWwSFAoMY2hhbm5lbF90eXBlGAEgASgJEhQKDGRpc3BsYXlfbmFtZRgCIAEoCRIUCgxpc19jb25uZWN0ZWQYAyABKAgSEgoKY29uZmlndXJlZBgEIAEoCCIVChNMaXN0Q2hhbm5lbHNSZXF1ZXN0IjwKFExpc3RDaGFubmVsc1Jlc3BvbnNlEiQKCGNoYW5uZWxzGAEgAygLMhIuYWdlbnRzLnYxLkNoYW5uZWwiLQoVQ29ubmVjdENoYW5uZWxSZXF1ZXN0EhQKDGNoYW5uZWxfdHlwZRgBIAEoCSIwChhEaXNjb25uZWN0Q2hhbm5lbFJlcXVlc3QSFAoMY2hhbm5lbF90eXBlGAEgASgJIjoKDENoYW5uZWxTdGF0ZRIUCgxjaGFubmVsX3R5cGUYASABKAkSFAoMaXNfY29ubmVjdGVkGAIgASgIIlsKGVNlbmRDaGFubmVsTWVzc2FnZVJlcXVlc3QSFAoMY2hhbm5lbF90eXBlGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRIPCgdjb250ZW50GAMgASgJIl8KGlNlbmRDaGFubmVsTWVzc2FnZVJlc3BvbnNlEhQKDGNoYW5uZWxfdHlwZRgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSEgoKbWVzc2FnZV9pZBgDIAEoCSJTChFXZWJDaGFubmVsTWVzc2FnZRIUCgxjaGFubmVsX3R5cGUYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEg8KB2NvbnRlbnQYAyABKAkygwYKDkNoYW5uZWxTZXJ2aWNlEo4BCgxMaXN0Q2hhbm5lbHMSHi5hZ2VudHMudjEuTGlzdENoYW5uZWxzUmVxdWVzdBofLmFnZW50cy52MS5MaXN0Q2hhbm5lbHNSZXNwb25zZSI9gtPkkwI3WhxiCGNoYW5uZWxzEhAvYXBpL3YxL2NoYW5uZWxzYghjaGFubmVscxINL2FwaS9jaGFubmVscxK0AQoOQ29ubmVjdENoYW5uZWwSIC5hZ2VudHMudjEuQ29ubmVjdENoYW5uZWxSZXF1ZXN0GhcuYWdlbnRzLnYxLkNoYW5uZWxTdGF0ZSJn0vMYDAgCEghvcGVyYXRvcoLT5JMCUVopIicvYXBpL3YxL2NoYW5uZWxzL3tjaGFubmVsX3R5cGV9L2Nvbm5lY3QiJC9hcGkvY2hhbm5lbHMve2NoYW5uZWxfdHlwZX0vY29ubmVjdBLAAQoRRGlzY29ubmVjdENoYW5uZWwSIy5hZ2VudHMudjEuRGlzY29ubmVjdENoYW5uZWxSZXF1ZXN0GhcuYWdlbnRzLnYxLkNoYW5uZWxTdGF0ZSJt0vMYDAgCEghvcGVyYXRvcoLT5JMCV1osIiovYXBpL3YxL2NoYW5uZWxzL3tjaGFubmVsX3R5cGV9L2Rpc2Nvbm5lY3QiJy9hcGkvY2hhbm5lbHMve2NoYW5uZWxfdHlwZX0vZGlzY29ubmVjdBLPAQoSU2VuZENoYW5uZWxNZXNzYWdlEiQuYWdlbnRzLnYxLlNlbmRDaGFubmVsTWVzc2FnZVJlcXVlc3QaJS5hZ2VudHMudjEuU2VuZENoYW5uZWxNZXNzYWdlUmVzcG9uc2UibMjzGMoB0vMYDAgCEghvcGVyYXRvcoLT5JMCUToBKlopOgEqIiQvYXBpL3YxL2NoYW5uZWxzL3tjaGFubmVsX3R5cGV9L3NlbmQiIS9hcGkvY2hhbm5lbHMve2NoYW5uZWxfdHlwZX0vc2VuZBoUyvMYBAgDEAHS8xgICAISBHVzZXJiBnByb3RvMw", [file_google_api_annotations, file_meshwork_api_v1_options]);
 
 /**
  * One channel as GET /api/channels lists it.
@@ -44,6 +44,13 @@ export type Channel = Message<"agents.v1.Channel"> & {
    * @generated from field: bool is_connected = 3;
    */
   isConnected: boolean;
+
+  /**
+   * Whether the settings the channel needs to connect are set (Channels:<Type>:BotToken, ...).
+   *
+   * @generated from field: bool configured = 4;
+   */
+  configured: boolean;
 };
 
 /**
@@ -200,6 +207,36 @@ export type SendChannelMessageResponse = Message<"agents.v1.SendChannelMessageRe
  */
 export const SendChannelMessageResponseSchema: GenMessage<SendChannelMessageResponse> = /*@__PURE__*/
   messageDesc(file_agents_v1_channel, 7);
+
+/**
+ * A message of the web channel as /hubs/agent pushes it: ReceiveMessage({ channelType,
+ * conversationId, content }).
+ *
+ * @generated from message agents.v1.WebChannelMessage
+ */
+export type WebChannelMessage = Message<"agents.v1.WebChannelMessage"> & {
+  /**
+   * @generated from field: string channel_type = 1;
+   */
+  channelType: string;
+
+  /**
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+
+  /**
+   * @generated from field: string content = 3;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message agents.v1.WebChannelMessage.
+ * Use `create(WebChannelMessageSchema)` to create a new message.
+ */
+export const WebChannelMessageSchema: GenMessage<WebChannelMessage> = /*@__PURE__*/
+  messageDesc(file_agents_v1_channel, 8);
 
 /**
  * Reading needs an API key of role User, changing a channel or sending through it role Operator

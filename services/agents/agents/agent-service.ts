@@ -23,7 +23,12 @@ export function toAgent(row: AgentRow) {
   };
 }
 
-export function agentService(agents: Agents, turnSettings: TurnSettings, hubTokens: HubConnectionTokens): ServiceImpl<typeof AgentService> {
+/** AgentService but the web channel's hub methods, which the chat channels implement (channels/web-hub.ts). */
+export function agentService(
+  agents: Agents,
+  turnSettings: TurnSettings,
+  hubTokens: HubConnectionTokens,
+): Omit<ServiceImpl<typeof AgentService>, "sendWebChannelMessage" | "pushAgentHubCalls"> {
   return {
     connectAgentHub: (req) => hubTokens.connect(req),
 

@@ -21,10 +21,18 @@ export interface ChannelAdapter {
    */
   readonly connectedAtStart: boolean;
   /**
+   * The first setting the adapter needs that is unset (`Channels:Telegram:BotToken`), or undefined
+   * when it can try to connect. GET /api/channels shows `configured` = none missing; a connect
+   * request while one is missing answers 400 naming it. An unconfigured channel gets no state row
+   * until it is configured, so AutoConnect applies the first time it is.
+   */
+  missingSetting(): string | undefined;
+  /**
    * Opens the adapter on this instance. Must be idempotent (it is also called at start on every
-   * instance for a channel the database says is connected). Throwing leaves the state as it was:
-   * the request answers 503 naming the channel, and the error's message is logged (so it must not
-   * carry a token or a key).
+   * instance for a channel the database says is connected). Answers once the platform's handshake
+   * succeeded. Throwing leaves the state as it was: a ChannelPlatformError (the platform refused or
+   * could not be reached) answers 502, anything else 503; the error's message is logged only (so it
+   * must not carry a token or a key).
    */
   connect(): Promise<void>;
   /** Closes the adapter on this instance; idempotent, and should not throw for a closed adapter. */
@@ -61,3 +69,14 @@ export interface ChannelHost {
 
 /** Builds a platform adapter with its settings (`Channels:<Type>:*`) and the gateway's host. */
 export type ChannelFactory<Settings> = (settings: Settings, host: ChannelHost) => ChannelAdapter;
+
+/** The platform refused the handshake (a bad token) or could not be reached: the connect request answers 502. */
+export class ChannelPlatformError extends Error {
+  constructor(
+    message: string,
+    readonly kind: "refused" | "unreachable",
+  ) {
+    super(message);
+    this.name = "ChannelPlatformError";
+  }
+}

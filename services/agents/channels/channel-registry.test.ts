@@ -1,12 +1,19 @@
 // The channel registry with adapters other than web, as issue 16's will be: a channel that starts
 // disconnected, one whose adapter fails to open (503, audited as an error, state unchanged), an
-// adapter registered after start, state reopened at start, and adapters closed at stop.
+// adapter registered after start, state reopened at start, and adapters closed at stop; a missing
+// setting (400 before the adapter is called, no state row until configured), a platform failure
+// (502), and platform-side losses and recoveries (events only while the channel is connected).
+import { fromBinary } from "@bufbuild/protobuf";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import test from "ava";
+import { ChannelConnectedSchema, ChannelDisconnectedSchema } from "../../../gen/agents/v1/events_pb.js";
+import { HttpErrorStatusSchema } from "../../../gen/meshwork/api/v1/options_pb.js";
+import { watchStream } from "../../../test/support/event-watch.js";
 import { startTestMesh, type TestMesh } from "../../../test/support/start-mesh.js";
 import { until } from "../../../test/support/until.js";
 import { createUnitOfWork } from "../../runtime/outbox/index.js";
 import { createAuditRing } from "../audit/audit-ring.js";
-import type { ChannelAdapter } from "./channel-adapter.js";
+import { type ChannelAdapter, ChannelPlatformError } from "./channel-adapter.js";
 import { type ChannelRegistry, createChannelRegistry } from "./channel-registry.js";
 
 class FakeAdapter implements ChannelAdapter {
@@ -14,12 +21,18 @@ class FakeAdapter implements ChannelAdapter {
   closed = 0;
   sent: [string, string][] = [];
   failNextConnect = false;
+  failWith: Error | undefined;
   constructor(
     readonly type: string,
     readonly displayName: string,
     readonly connectedAtStart = false,
   ) {}
+  missing: string | undefined;
+  missingSetting() {
+    return this.missing;
+  }
   async connect() {
+    if (this.failWith) throw this.failWith;
     if (this.failNextConnect) {
       this.failNextConnect = false;
       throw new Error("gateway handshake refused");
@@ -55,7 +68,7 @@ test.serial(
     const chat = new FakeAdapter("chatty", "Chatty");
     await registry.register(chat);
     await registry.start();
-    t.deepEqual(await registry.list(), [{ channelType: "chatty", displayName: "Chatty", isConnected: false }]);
+    t.deepEqual(await registry.list(), [{ channelType: "chatty", displayName: "Chatty", isConnected: false, configured: true }]);
     t.is(chat.opened, 0, "a disconnected channel is not opened at start");
 
     await t.throwsAsync(registry.send("chatty", "c1", "hi"), { message: /not connected/ });
@@ -88,7 +101,7 @@ test.serial(
     await first.start();
     const late = new FakeAdapter("latecomer", "Late", true);
     await first.register(late);
-    t.deepEqual(await first.list(), [{ channelType: "latecomer", displayName: "Late", isConnected: true }]);
+    t.deepEqual(await first.list(), [{ channelType: "latecomer", displayName: "Late", isConnected: true, configured: true }]);
     t.is(late.opened, 1, "connected at start: opened on registration");
     await t.throwsAsync(first.register(new FakeAdapter("latecomer", "Again")), { message: /already registered/ });
     await t.throwsAsync(first.register(new FakeAdapter("Bad Name", "Bad")), { message: /lower-case/ });
@@ -126,4 +139,67 @@ test.serial("a registry following the bus opens and closes its adapter when anot
   await mesh.drainOutbox();
   await until(() => there.closed === 1, "the follower's adapter closed");
   t.is(there.opened, 1);
+});
+
+test.serial(
+  "a missing setting is 400 naming it and no state row; configured later, AutoConnect applies; a platform failure is 502",
+  async (t) => {
+    const registry = registryOn(mesh);
+    const bot = new FakeAdapter("botty", "Botty", true);
+    bot.missing = "Channels:Botty:Token";
+    await registry.register(bot);
+    await registry.start();
+    t.deepEqual(await registry.list(), [{ channelType: "botty", displayName: "Botty", isConnected: false, configured: false }]);
+    const missing = await t.throwsAsync(registry.connect("botty"));
+    t.is((missing as ConnectError).code, Code.InvalidArgument);
+    t.regex(missing!.message, /Channels:Botty:Token/);
+    t.is(bot.opened, 0, "the adapter is not called");
+    const rows = await mesh.db!.em().getConnection().execute(`select * from "agents_channel" where "channel_type" = 'botty'`);
+    t.is(rows.length, 0, "no state row while unconfigured");
+
+    // The next start with the setting given: AutoConnect (connectedAtStart) makes it connected.
+    const restarted = registryOn(mesh);
+    const configured = new FakeAdapter("botty", "Botty", true);
+    await restarted.register(configured);
+    await restarted.start();
+    t.is(configured.opened, 1);
+    t.true((await restarted.list())[0]!.isConnected);
+    await restarted.stop();
+
+    const refusing = new FakeAdapter("refusing", "Refusing");
+    refusing.failWith = new ChannelPlatformError("getMe at https://api.example/botSECRET/getMe: 401", "refused");
+    await registry.register(refusing);
+    const refused = (await t.throwsAsync(registry.connect("refusing"))) as ConnectError;
+    t.is(refused.code, Code.Unavailable);
+    t.is(refused.findDetails(HttpErrorStatusSchema)[0]?.status, 502);
+    t.notRegex(refused.message, /SECRET/);
+  },
+);
+
+test.serial("platform-side losses and recoveries publish channel events while connected, and nothing once disconnected", async (t) => {
+  const watch = await watchStream(mesh, "agents.v1.channel.>", "AGENTS");
+  t.teardown(() => watch.stop());
+  const registry = registryOn(mesh);
+  const flaky = new FakeAdapter("flaky", "Flaky", true);
+  await registry.register(flaky);
+  await registry.start();
+  await registry.reportConnection("flaky", false, "poll failed");
+  await registry.reportConnection("flaky", true);
+  await registry.disconnect("flaky");
+  await registry.reportConnection("flaky", false, "late report");
+  await mesh.drainOutbox();
+  const ours = () =>
+    watch.seen
+      .map((e) =>
+        e.subject === "agents.v1.channel.connected"
+          ? `connected ${fromBinary(ChannelConnectedSchema, e.data).channelType}`
+          : `disconnected ${fromBinary(ChannelDisconnectedSchema, e.data).channelType}`,
+      )
+      .filter((e) => e.endsWith(" flaky"));
+  await until(() => ours().length >= 3, "three flaky events");
+  t.deepEqual(ours(), ["disconnected flaky", "connected flaky", "disconnected flaky"], "the loss, the recovery, the requested disconnect");
+  t.true((await registry.list()).find((c) => c.channelType === "flaky")!.isConnected === false);
+  const lost = (await ring.query(mesh.db!.em(), { resource: "flaky", action: "channel.lost" }, 10, 0)).events;
+  t.is(lost.length, 1, "the late report after the disconnect is not recorded");
+  t.like(lost[0], { severity: "warning", detail: { platformSide: true, reason: "poll failed" } });
 });

@@ -5,23 +5,33 @@
 // Every request is audited (`channel.connect` / `channel.disconnect`, severity info, detail
 // `{ changed, isConnected }`; an adapter that failed to open: severity error). Each instance
 // follows those events on the bus to open or close its own adapters (follow()).
+//
+// Connect errors: a missing setting is 400 naming it (checked before the adapter is called); a
+// ChannelPlatformError (refused or unreachable) is 502 through the generic HttpErrorStatus detail,
+// the adapter's own words only in the log; anything else 503. A platform-side loss or recovery
+// (reportConnection) publishes the same events and is audited (`channel.lost` / `channel.recovered`)
+// but leaves the stored state alone: it is what was asked for, and the adapter keeps reconnecting.
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ChannelConnectedSchema, ChannelDisconnectedSchema } from "../../../gen/agents/v1/events_pb.js";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { HttpErrorStatusSchema } from "../../../gen/meshwork/api/v1/options_pb.js";
 import type { EventBus, Stoppable } from "../../runtime/bus/index.js";
 import type { Database } from "../../runtime/database/index.js";
 import { notFound, truncate } from "../../runtime/errors/index.js";
 import type { UnitOfWork } from "../../runtime/outbox/index.js";
 import { queryOn } from "../../runtime/outbox/sql.js";
 import type { AuditLog } from "../audit/types.js";
-import type { ChannelAdapter } from "./channel-adapter.js";
+import { type ChannelAdapter, ChannelPlatformError } from "./channel-adapter.js";
 import { CHANNEL_TABLE } from "./channel-table.js";
 
 export interface ChannelView {
   channelType: string;
   displayName: string;
   isConnected: boolean;
+  /** The settings the channel needs are set. */
+  configured: boolean;
 }
 
 export interface ChannelState {
@@ -51,6 +61,11 @@ export interface ChannelRegistry {
    * that type on this instance is opened or closed to match the state the database holds now.
    */
   follow(bus: Pick<EventBus, "subscribe">, stream: string): Promise<Stoppable>;
+  /**
+   * A platform-side loss (false) or recovery (true) of an adapter open on this instance: publishes
+   * channel.disconnected / channel.connected and audits it, while the stored state says connected.
+   */
+  reportConnection(type: string, connected: boolean, reason?: string): Promise<void>;
   /** Closes every adapter on this instance; the shared state is left as it is. */
   stop(): Promise<void>;
 }
@@ -67,6 +82,8 @@ export function createChannelRegistry({ db, uow, audit, logger }: ChannelRegistr
   let started = false;
 
   async function ensureRow(adapter: ChannelAdapter): Promise<boolean> {
+    // No row for an unconfigured channel: the first start with it configured applies AutoConnect.
+    if (adapter.missingSetting() !== undefined) return isConnected(adapter.type);
     await queryOn(db.em())(
       `insert into "${CHANNEL_TABLE}" ("channel_type", "is_connected", "changed_at") values (?, ?, ?) on conflict ("channel_type") do nothing`,
       [adapter.type, adapter.connectedAtStart, new Date()],
@@ -142,11 +159,28 @@ export function createChannelRegistry({ db, uow, audit, logger }: ChannelRegistr
       const state = new Map(rows.map((r) => [r.channel_type, truthy(r.is_connected)]));
       return [...adapters.values()]
         .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0))
-        .map((a) => ({ channelType: a.type, displayName: a.displayName, isConnected: state.get(a.type) ?? false }));
+        .map((a) => ({
+          channelType: a.type,
+          displayName: a.displayName,
+          isConnected: state.get(a.type) ?? false,
+          configured: a.missingSetting() === undefined,
+        }));
     },
 
     async connect(type) {
       const adapter = adapterOf(type);
+      const missing = adapter.missingSetting();
+      if (missing !== undefined) {
+        await audit.record(db.em(), {
+          action: "channel.connect",
+          severity: "warning",
+          resource: adapter.type,
+          detail: { changed: false, isConnected: await isConnected(adapter.type), missingSetting: missing },
+        });
+        throw new ConnectError(`channel '${adapter.type}' is not configured: set ${missing}`, Code.InvalidArgument);
+      }
+      // A channel configured after the first start has no row yet.
+      await ensureRow(adapter);
       try {
         await adapter.connect();
       } catch (error) {
@@ -159,6 +193,8 @@ export function createChannelRegistry({ db, uow, audit, logger }: ChannelRegistr
           resource: adapter.type,
           detail: { changed: false, isConnected: await isConnected(adapter.type), failed: true },
         });
+        if (error instanceof ChannelPlatformError) throw platformFailure(adapter.type, error, "refused the connection");
+        if (error instanceof ConnectError && error.code === Code.Unimplemented) throw error;
         throw new ConnectError(`channel '${adapter.type}' could not connect; see the gateway's log`, Code.Unavailable);
       }
       return setState(adapter, true);
@@ -179,7 +215,14 @@ export function createChannelRegistry({ db, uow, audit, logger }: ChannelRegistr
       if (!(await isConnected(adapter.type))) {
         throw new ConnectError(`channel '${adapter.type}' is not connected`, Code.Aborted);
       }
-      const messageId = await adapter.send(conversationId, content);
+      let messageId: string;
+      try {
+        messageId = await adapter.send(conversationId, content);
+      } catch (error) {
+        if (!(error instanceof ChannelPlatformError)) throw error;
+        logger.warn({ channelType: adapter.type, err: error.message }, "a channel refused a message");
+        throw platformFailure(adapter.type, error, "refused the message");
+      }
       return { channelType: adapter.type, conversationId, messageId };
     },
 
@@ -208,6 +251,26 @@ export function createChannelRegistry({ db, uow, audit, logger }: ChannelRegistr
       });
     },
 
+    async reportConnection(type, connected, reason) {
+      const adapter = adapters.get(type);
+      if (!adapter) return;
+      await uow.run(async (tx) => {
+        const rows = await queryOn(tx.em)<{ is_connected: boolean }>(
+          `select "is_connected" from "${CHANNEL_TABLE}" where "channel_type" = ?`,
+          [type],
+        );
+        // Disconnected on request meanwhile: the loss is that, nothing to report.
+        if (!truthy(rows[0]?.is_connected)) return;
+        tx.record(connected ? ChannelConnectedSchema : ChannelDisconnectedSchema, { channelType: type });
+        await audit.record(tx.em, {
+          action: connected ? "channel.recovered" : "channel.lost",
+          severity: connected ? "info" : "warning",
+          resource: type,
+          detail: { platformSide: true, isConnected: connected, ...(reason ? { reason: truncate(reason, 200) } : {}) },
+        });
+      });
+    },
+
     async stop() {
       for (const adapter of adapters.values()) {
         await adapter.disconnect().catch((error: unknown) => {
@@ -216,6 +279,15 @@ export function createChannelRegistry({ db, uow, audit, logger }: ChannelRegistr
       }
     },
   };
+}
+
+/** 502 with a reason clients can tell apart; the adapter's words (which might quote too much) stay in the log. */
+function platformFailure(type: string, error: ChannelPlatformError, refusal: string): ConnectError {
+  const refused = error.kind === "refused";
+  return new ConnectError(`channel '${type}': the platform ${refused ? refusal : "could not be reached"}`, Code.Unavailable, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: refused ? "CHANNEL_PLATFORM_REFUSED" : "CHANNEL_PLATFORM_UNREACHABLE", domain: "agents" } },
+    { desc: HttpErrorStatusSchema, value: { status: 502 } },
+  ]);
 }
 
 function truthy(value: unknown): boolean {

@@ -38,6 +38,17 @@ test.after.always(async () => {
   await telemetry?.shutdown();
 });
 
+/** GET /api/channels with nothing but web configured: every platform, web in the given state. */
+function listing(webConnected: boolean) {
+  return [
+    { channelType: "discord", displayName: "Discord", isConnected: false, configured: false },
+    { channelType: "signal", displayName: "Signal", isConnected: false, configured: false },
+    { channelType: "slack", displayName: "Slack", isConnected: false, configured: false },
+    { channelType: "telegram", displayName: "Telegram", isConnected: false, configured: false },
+    { channelType: "web", displayName: "Web", isConnected: webConnected, configured: true },
+  ];
+}
+
 /** A channel event as seen on the bus: which way and for which channel. */
 function decoded(event: SeenEvent): string {
   if (event.subject === "agents.v1.channel.connected") return `connected ${fromBinary(ChannelConnectedSchema, event.data).channelType}`;
@@ -52,13 +63,30 @@ async function watchChannels(t: ExecutionContext, on: TestMesh): Promise<EventWa
   return watch;
 }
 
-test.serial("GET /api/channels lists the built-in web channel, connected at start, also under /api/v1", async (t) => {
+test.serial("GET /api/channels lists every platform with configured; web is connected at start; also under /api/v1", async (t) => {
   for (const path of ["/api/channels", "/api/v1/channels"]) {
     const res = await sendJson(`${mesh.frontUrl("agents")}${path}`, "GET");
     t.is(res.status, 200, path);
     t.regex(res.type, /application\/json/);
-    t.deepEqual(res.body, [{ channelType: "web", displayName: "Web", isConnected: true }], path);
+    t.deepEqual(res.body, listing(true), path);
   }
+});
+
+test.serial("connecting a channel whose credentials are unset is 400 naming the setting; its state stays", async (t) => {
+  const expected: Record<string, string> = {
+    telegram: "Channels:Telegram:BotToken",
+    signal: "Channels:Signal:BaseUrl",
+    slack: "Channels:Slack:BotToken",
+    discord: "Channels:Discord:BotToken",
+  };
+  for (const [type, setting] of Object.entries(expected)) {
+    const res = await sendJson<ErrorBody>(`${api}/channels/${type}/connect`, "POST");
+    t.is(res.status, 400, type);
+    t.true(res.body.message.includes(setting), `${type}: ${res.body.message}`);
+  }
+  t.deepEqual((await sendJson(`${api}/channels`, "GET")).body, listing(true));
+  const page = await sendJson<AuditPage>(`${api}/audit/events?resource=telegram&action=channel.connect`, "GET");
+  t.is(page.body.events[0]?.detail.missingSetting, "Channels:Telegram:BotToken");
 });
 
 test.serial("connect and disconnect are idempotent and publish an event only on a change", async (t) => {
@@ -73,7 +101,7 @@ test.serial("connect and disconnect are idempotent and publish an event only on 
   t.deepEqual(off.body, { channelType: "web", isConnected: false });
   const offAgain = await sendJson(`${api}/v1/channels/web/disconnect`, "POST", {});
   t.deepEqual(offAgain.body, { channelType: "web", isConnected: false }, "a body is ignored; /api/v1 too");
-  t.deepEqual((await sendJson(`${api}/channels`, "GET")).body, [{ channelType: "web", displayName: "Web", isConnected: false }]);
+  t.deepEqual((await sendJson(`${api}/channels`, "GET")).body, listing(false));
 
   const on = await sendJson(`${api}/channels/WEB/connect`, "POST");
   t.deepEqual(on.body, { channelType: "web", isConnected: true }, "the type is case-insensitive");
@@ -174,7 +202,7 @@ test.serial("a channel type no adapter serves is 404 on every operation", async 
   }
   const send = await sendJson<ErrorBody>(`${api}/channels/carrier-pigeon/send`, "POST", { conversationId: "c", content: "x" });
   t.is(send.status, 404);
-  t.deepEqual((await sendJson(`${api}/channels`, "GET")).body, [{ channelType: "web", displayName: "Web", isConnected: true }]);
+  t.deepEqual((await sendJson(`${api}/channels`, "GET")).body, listing(true));
 });
 
 if (realServers(test, "channels on two meshes sharing PostgreSQL and NATS", ["postgres", "nats"])) {
@@ -189,9 +217,9 @@ if (realServers(test, "channels on two meshes sharing PostgreSQL and NATS", ["po
     const at = (m: TestMesh) => `${m.frontUrl("agents")}/api`;
     const watch = await watchChannels(t, b);
 
-    t.deepEqual((await sendJson(`${at(b)}/channels`, "GET")).body, [{ channelType: "web", displayName: "Web", isConnected: true }]);
+    t.deepEqual((await sendJson(`${at(b)}/channels`, "GET")).body, listing(true));
     await sendJson(`${at(a)}/channels/web/disconnect`, "POST");
-    t.deepEqual((await sendJson(`${at(b)}/channels`, "GET")).body, [{ channelType: "web", displayName: "Web", isConnected: false }]);
+    t.deepEqual((await sendJson(`${at(b)}/channels`, "GET")).body, listing(false));
     const refused = await sendJson(`${at(b)}/channels/web/send`, "POST", { conversationId: "c", content: "x" });
     t.is(refused.status, 409, "B sees A's disconnect");
 

@@ -1,6 +1,14 @@
-// What chat channels add to the agent gateway module: the service, tables and migration, and the
-// registry (with the built-in web channel) built at start.
-// Issue 16's adapters register with the registry this start answers.
+// What chat channels add to the agent gateway module: the service, tables and migrations, the
+// registry with every platform's adapter (web built in; Telegram and Signal; Slack and Discord
+// listed until their adapters land), and the conversation router every adapter hands its messages
+// to. Adapters are built with the Channels:<Type>:* settings at start (their credentials need a
+// restart); the router reads AllowFrom, Provider and Model at each message (hot reload).
+//
+// A platform adapter's loop runs detached from the request that connected it: its messages,
+// turns and audit entries happen in the context captured at start (no caller identity, no request
+// id), not in that of whoever happened to call connect.
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Logger } from "pino";
 import { ChannelService } from "../../../gen/agents/v1/channel_pb.js";
 import type { EventBus } from "../../runtime/bus/index.js";
 import type { Database } from "../../runtime/database/index.js";
@@ -9,10 +17,18 @@ import type { Worker } from "../../runtime/module/index.js";
 import { createUnitOfWork } from "../../runtime/outbox/index.js";
 import { agentsStream } from "../agents-stream.js";
 import type { AuditLog } from "../audit/types.js";
+import { AgentsChannelConversations0009 } from "../migrations/0009-channel-conversations.js";
+import type { ChannelsSettings } from "../settings.js";
+import type { ChannelAdapter, ChannelHost } from "./channel-adapter.js";
 import { type ChannelRegistry, createChannelRegistry } from "./channel-registry.js";
 import { channelService } from "./channel-service.js";
 import { AgentsChannels0003, ChannelEntity, ChannelMessageEntity } from "./channel-table.js";
+import { type ConversationRouter, type ConversationRouterDeps, createConversationRouter } from "./conversations.js";
+import { pendingChannel } from "./pending-adapters.js";
+import { createSignalChannel } from "./signal.js";
+import { createTelegramChannel } from "./telegram.js";
 import { createWebChannel, type WebChannel } from "./web-channel.js";
+import { createWebHub, type WebHub } from "./web-hub.js";
 
 export type { ChannelAdapter } from "./channel-adapter.js";
 export type { ChannelRegistry } from "./channel-registry.js";
@@ -21,33 +37,99 @@ export interface ChannelsStartDeps {
   db: Database;
   bus: Pick<EventBus, "subscribe">;
   outbox: { notify(): void };
-  logger: Parameters<typeof createChannelRegistry>[0]["logger"];
+  logger: Logger;
+}
+
+export interface ChannelsStartOptions {
+  audit: AuditLog;
+  /** The Channels section as it is now (hot reload replaces it). */
+  settings: () => ChannelsSettings;
+  /** The agents a conversation runs its turns on. */
+  agents: Pick<ConversationRouterDeps, "spawn" | "agentExists" | "runTurn">;
 }
 
 export const channelsParts = {
   services: [ChannelService],
   entities: [ChannelEntity, ChannelMessageEntity],
-  migrations: [{ name: "agents-0003-channels", class: AgentsChannels0003 }],
+  migrations: [
+    { name: "agents-0003-channels", class: AgentsChannels0003 },
+    { name: "agents-0009-channel-conversations", class: AgentsChannelConversations0009 },
+  ],
   async start(
     deps: ChannelsStartDeps,
-    options: { audit: AuditLog },
-  ): Promise<{ registry: ChannelRegistry; web: WebChannel; services: ServiceRegistration[]; workers: Worker[] }> {
+    options: ChannelsStartOptions,
+  ): Promise<{
+    registry: ChannelRegistry;
+    web: WebChannel;
+    router: ConversationRouter;
+    /** SendMessage and the ReceiveMessage pushes of /hubs/agent: methods of AgentService, joined to it by the module. */
+    webHub: WebHub;
+    services: ServiceRegistration[];
+    workers: Worker[];
+  }> {
+    const detached = AsyncLocalStorage.snapshot();
     const registry = createChannelRegistry({ db: deps.db, uow: createUnitOfWork(deps), audit: options.audit, logger: deps.logger });
-    const web = createWebChannel(deps.db);
-    await registry.register(web);
+    const adapters = new Map<string, ChannelAdapter>();
+    const router = createConversationRouter({
+      db: deps.db,
+      audit: options.audit,
+      ...options.agents,
+      settings: (type) => (options.settings() as Record<string, ChannelsSettings[keyof ChannelsSettings] | undefined>)[type],
+      adapter: (type) => adapters.get(type),
+      logger: deps.logger,
+    });
+    const hostFor = (type: string): ChannelHost => {
+      const logger = deps.logger.child({ channelType: type });
+      return {
+        logger,
+        receive: (message) => router.receive(message),
+        connectionChanged: (connected, reason) => {
+          registry.reportConnection(type, connected, reason).catch((error: unknown) => {
+            logger.warn(
+              { err: error instanceof Error ? error.message : String(error) },
+              "a channel's platform-side change could not be recorded",
+            );
+          });
+        },
+      };
+    };
+    const settings = options.settings();
+    const web = createWebChannel(deps.db, settings.web.autoConnect);
+    const outsideRequests = (adapter: ChannelAdapter): ChannelAdapter => ({ ...adapter, connect: () => detached(() => adapter.connect()) });
+    const all: ChannelAdapter[] = [
+      web,
+      outsideRequests(createTelegramChannel(settings.telegram, hostFor("telegram"))),
+      outsideRequests(createSignalChannel(settings.signal, hostFor("signal"))),
+      pendingChannel(
+        "slack",
+        "Slack",
+        { "Channels:Slack:BotToken": settings.slack.botToken, "Channels:Slack:AppToken": settings.slack.appToken },
+        settings.slack.autoConnect,
+      ),
+      pendingChannel("discord", "Discord", { "Channels:Discord:BotToken": settings.discord.botToken }, settings.discord.autoConnect),
+    ];
+    for (const adapter of all) {
+      adapters.set(adapter.type, adapter);
+      await registry.register(adapter);
+    }
     await registry.start();
     // Other instances' connects and disconnects open and close this instance's adapters too.
     const following = await registry.follow(deps.bus, agentsStream.name);
+    const webHub = createWebHub(web, registry, router);
     return {
       registry,
       web,
+      router,
+      webHub,
       services: [defineService(ChannelService, channelService(registry))],
       workers: [
         {
           name: "chat channels",
           async stop() {
+            webHub.stop();
             await following.stop();
             await registry.stop();
+            await router.drained();
           },
         },
       ],

@@ -1,4 +1,4 @@
-// The built-in `web` channel: nothing to open or close, connected at first start. A message sent
+// The built-in `web` channel: nothing to open or close, connected at first start (Channels:Web:AutoConnect). A message sent
 // to it is delivered by writing it to agents_channel_message (the web channel's inbox, read by
 // conversation; every instance sees it) and handing it to this instance's listeners.
 import { randomUUID } from "node:crypto";
@@ -17,12 +17,13 @@ export interface WebChannel extends ChannelAdapter {
   messages(conversationId: string): Promise<ChannelMessageRow[]>;
 }
 
-export function createWebChannel(db: Pick<Database, "em">): WebChannel {
+export function createWebChannel(db: Pick<Database, "em">, connectedAtStart = true): WebChannel {
   const listeners = new Set<WebMessageListener>();
   return {
     type: WEB_CHANNEL,
     displayName: "Web",
-    connectedAtStart: true,
+    connectedAtStart,
+    missingSetting: () => undefined,
     async connect() {},
     async disconnect() {},
     async send(conversationId, content) {

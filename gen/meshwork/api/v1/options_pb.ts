@@ -82,8 +82,9 @@ export const RestStyleSchema: GenMessage<RestStyle> = /*@__PURE__*/
 
 /**
  * An error detail: the HTTP status a REST front answers a failed call with in place of the
- * standard mapping of its code, e.g. 402 Payment Required. Honoured only for a 4xx status and a
- * call whose code already maps to a 4xx (gRPC callers see the code).
+ * standard mapping of its code, e.g. 402 Payment Required. Honoured for a 4xx status on a call
+ * whose code already maps to a 4xx, and for 502 (an upstream platform refused or could not be
+ * reached) on one that maps to a 5xx, answered with a generic text (gRPC callers see the code).
  *
  * @generated from message meshwork.api.v1.HttpErrorStatus
  */

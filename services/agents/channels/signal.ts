@@ -1,0 +1,191 @@
+// The Signal adapter, over signal-cli's HTTP daemon (`signal-cli daemon --http`): connect =
+// GET /api/v1/check (the handshake), then one Server-Sent Events stream GET /api/v1/events on this
+// instance. Each `receive` event whose envelope has a dataMessage with text, from someone other than
+// Channels:Signal:Account, goes to host.receive; the conversation is the group id in a group, else
+// the sender's number (or uuid). Replies are JSON-RPC `send` on POST /api/v1/rpc, to `groupId` when
+// the conversation is a group id, else to `recipient: [id]` (a number starting with + or a uuid).
+// A stream that ends or fails is a platform-side loss: connectionChanged(false), then every 5 s a
+// new stream with Last-Event-ID (the last event id seen) until one is answered 200
+// (connectionChanged(true)). The SSE framing is parsed here (fetch streaming, a small parser).
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type ChannelAdapter, type ChannelFactory, ChannelPlatformError } from "./channel-adapter.js";
+import { platformHttp } from "./platform-http.js";
+
+export const SIGNAL_RECONNECT_MS = 5000;
+
+export interface SignalSettings {
+  /** Channels:Signal:AutoConnect: the state at the first start with it configured. */
+  autoConnect?: boolean;
+  baseUrl?: string;
+  account?: string;
+}
+
+interface SignalEnvelope {
+  source?: string;
+  sourceNumber?: string;
+  sourceUuid?: string;
+  dataMessage?: { message?: unknown; groupInfo?: { groupId?: unknown } };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A direct conversation (a number or a uuid) rather than a group id. */
+export function isSignalRecipient(conversationId: string): boolean {
+  return conversationId.startsWith("+") || UUID.test(conversationId);
+}
+
+export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, host): ChannelAdapter => {
+  const base = (settings.baseUrl ?? "").replace(/\/+$/, "");
+  const account = settings.account ?? "";
+  const http = platformHttp({
+    secrets: () => [],
+    onRateLimited: (label, seconds) => host.logger.warn({ call: label, retryAfterSeconds: seconds }, "signal-cli asked to slow down (429)"),
+  });
+  let running: { stop: AbortController; loop: Promise<void> } | undefined;
+
+  async function check(signal?: AbortSignal): Promise<void> {
+    const answer = await http({ label: "signal check", url: `${base}/api/v1/check`, signal });
+    if (answer.status !== 200) throw new ChannelPlatformError(`signal check: HTTP ${answer.status}`, "refused");
+  }
+
+  function handle(event: string, data: string): void {
+    if (event !== "receive") return;
+    let parsed: { envelope?: SignalEnvelope; params?: { envelope?: SignalEnvelope } };
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      return;
+    }
+    const envelope = parsed.envelope ?? parsed.params?.envelope;
+    const text = envelope?.dataMessage?.message;
+    if (!envelope || typeof text !== "string" || text === "") return;
+    const sender = envelope.sourceNumber ?? envelope.source ?? envelope.sourceUuid;
+    if (!sender || sender === account) return;
+    const groupId = envelope.dataMessage?.groupInfo?.groupId;
+    host.receive({
+      channelType: "signal",
+      conversationId: typeof groupId === "string" && groupId !== "" ? groupId : sender,
+      senderId: sender,
+      text,
+    });
+  }
+
+  /** Reads one event stream to its end; answers once the stream closes. Throws when it is not answered 200. */
+  async function stream(stop: AbortSignal, lastEventId: { value?: string }, opened: () => void): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(`${base}/api/v1/events`, {
+        headers: { accept: "text/event-stream", ...(lastEventId.value !== undefined ? { "last-event-id": lastEventId.value } : {}) },
+        signal: stop,
+      });
+    } catch (error) {
+      if (stop.aborted) return;
+      throw new ChannelPlatformError(`signal events: ${error instanceof Error ? error.message : String(error)}`, "unreachable");
+    }
+    if (res.status !== 200 || !res.body) {
+      await res.body?.cancel().catch(() => {});
+      throw new ChannelPlatformError(`signal events: HTTP ${res.status}`, "refused");
+    }
+    opened();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let event = "";
+    let data: string[] = [];
+    const dispatch = () => {
+      if (data.length > 0) handle(event || "message", data.join("\n"));
+      event = "";
+      data = [];
+    };
+    try {
+      for await (const chunk of res.body) {
+        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+        for (let end = buffer.search(/\r\n|\r|\n/); end >= 0; end = buffer.search(/\r\n|\r|\n/)) {
+          // A lone \r at the end of the buffer may be the first half of \r\n: wait for more.
+          if (buffer[end] === "\r" && end === buffer.length - 1) break;
+          const line = buffer.slice(0, end);
+          buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
+          if (line === "") {
+            dispatch();
+            continue;
+          }
+          if (line.startsWith(":")) continue;
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          let value = colon < 0 ? "" : line.slice(colon + 1);
+          if (value.startsWith(" ")) value = value.slice(1);
+          if (field === "event") event = value;
+          else if (field === "data") data.push(value);
+          else if (field === "id" && !value.includes("\u0000")) lastEventId.value = value;
+        }
+      }
+    } catch (error) {
+      if (stop.aborted) return;
+      throw new ChannelPlatformError(`signal events: ${error instanceof Error ? error.message : String(error)}`, "unreachable");
+    }
+  }
+
+  async function listen(stop: AbortSignal): Promise<void> {
+    const lastEventId: { value?: string } = {};
+    let up = true;
+    while (!stop.aborted) {
+      let reason = "the event stream ended";
+      try {
+        await stream(stop, lastEventId, () => {
+          if (!up) {
+            up = true;
+            host.connectionChanged(true);
+          }
+        });
+      } catch (error) {
+        reason = error instanceof Error ? error.message : String(error);
+      }
+      if (stop.aborted) return;
+      if (up) {
+        up = false;
+        host.logger.warn({ channelType: "signal", err: reason }, "the signal-cli event stream was lost; reconnecting every 5 s");
+        host.connectionChanged(false, reason);
+      }
+      await sleep(SIGNAL_RECONNECT_MS, undefined, { signal: stop }).catch(() => {});
+    }
+  }
+
+  return {
+    type: "signal",
+    displayName: "Signal",
+    connectedAtStart: settings.autoConnect ?? false,
+    missingSetting: () => (base === "" ? "Channels:Signal:BaseUrl" : account === "" ? "Channels:Signal:Account" : undefined),
+
+    async connect() {
+      if (running) return;
+      await check();
+      if (running) return;
+      const stop = new AbortController();
+      running = { stop, loop: listen(stop.signal) };
+    },
+
+    async disconnect() {
+      const current = running;
+      running = undefined;
+      if (!current) return;
+      current.stop.abort();
+      await current.loop;
+    },
+
+    async send(conversationId, content) {
+      const target = isSignalRecipient(conversationId) ? { recipient: [conversationId] } : { groupId: conversationId };
+      const id = randomUUID();
+      const answer = await http({
+        label: "signal send",
+        url: `${base}/api/v1/rpc`,
+        body: { jsonrpc: "2.0", method: "send", params: { account, ...target, message: content }, id },
+      });
+      const body = answer.body as { result?: { timestamp?: unknown }; error?: { code?: number; message?: string } } | undefined;
+      if (answer.status !== 200 || !body || body.error || !body.result) {
+        const why = body?.error ? `error ${body.error.code ?? "?"}: ${body.error.message ?? ""}` : `HTTP ${answer.status}`;
+        throw new ChannelPlatformError(`signal send: ${why}`, "refused");
+      }
+      return String(body.result.timestamp ?? id);
+    },
+  };
+};
