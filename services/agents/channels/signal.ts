@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type ChannelAdapter, type ChannelFactory, ChannelPlatformError } from "./channel-adapter.js";
 import { platformHttp } from "./platform-http.js";
+import { adapterLoop } from "./adapter-loop.js";
 
 export const SIGNAL_RECONNECT_MS = 5000;
 
@@ -42,7 +43,6 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
     secrets: () => [],
     onRateLimited: (label, seconds) => host.logger.warn({ call: label, retryAfterSeconds: seconds }, "signal-cli asked to slow down (429)"),
   });
-  let running: { stop: AbortController; loop: Promise<void> } | undefined;
 
   async function check(signal?: AbortSignal): Promise<void> {
     const answer = await http({ label: "signal check", url: `${base}/api/v1/check`, signal });
@@ -156,21 +156,7 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
     connectedAtStart: settings.autoConnect ?? false,
     missingSetting: () => (base === "" ? "Channels:Signal:BaseUrl" : account === "" ? "Channels:Signal:Account" : undefined),
 
-    async connect() {
-      if (running) return;
-      await check();
-      if (running) return;
-      const stop = new AbortController();
-      running = { stop, loop: listen(stop.signal) };
-    },
-
-    async disconnect() {
-      const current = running;
-      running = undefined;
-      if (!current) return;
-      current.stop.abort();
-      await current.loop;
-    },
+    ...adapterLoop(check, listen),
 
     async send(conversationId, content) {
       const target = isSignalRecipient(conversationId) ? { recipient: [conversationId] } : { groupId: conversationId };

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type ChannelAdapter, type ChannelFactory, ChannelPlatformError } from "./channel-adapter.js";
 import { type PlatformAnswer, platformHttp, redact } from "./platform-http.js";
 import { splitMessage } from "./split-message.js";
+import { adapterLoop } from "./adapter-loop.js";
 
 export const TELEGRAM_MESSAGE_LIMIT = 4096;
 export const TELEGRAM_RECONNECT_MS = 3000;
@@ -57,7 +58,6 @@ export const createTelegramChannel: ChannelFactory<TelegramSettings> = (settings
   const said = (answer: PlatformAnswer) =>
     redact(String((answer.body as BotApiAnswer<unknown> | undefined)?.description ?? `HTTP ${answer.status}`), [token]);
 
-  let running: { stop: AbortController; loop: Promise<void> } | undefined;
   let botId: number | undefined;
 
   async function getMe(signal?: AbortSignal): Promise<void> {
@@ -132,21 +132,7 @@ export const createTelegramChannel: ChannelFactory<TelegramSettings> = (settings
     connectedAtStart: settings.autoConnect ?? false,
     missingSetting: () => (token === "" ? "Channels:Telegram:BotToken" : undefined),
 
-    async connect() {
-      if (running) return;
-      await getMe();
-      if (running) return;
-      const stop = new AbortController();
-      running = { stop, loop: poll(stop.signal) };
-    },
-
-    async disconnect() {
-      const current = running;
-      running = undefined;
-      if (!current) return;
-      current.stop.abort();
-      await current.loop;
-    },
+    ...adapterLoop(getMe, poll),
 
     async send(conversationId, content, replyTo) {
       let lastId = "";
