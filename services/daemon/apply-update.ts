@@ -45,14 +45,17 @@ export interface ApplyOptions {
 
 export class UpdateStepError extends Error {}
 
-/** The one line worth showing of a failed command: npm's last error line, else the first line. */
+/** The one line worth showing of a failed command: npm's error line, else the first line. */
 function reason(error: unknown): string {
   const stderr = String((error as { stderr?: unknown }).stderr ?? "");
   const lines = stderr
     .split("\n")
     .map((l) => l.trim())
     .filter((l) => l !== "");
-  const npmError = lines.filter((l) => /^npm (error|ERR!)/.test(l) && !/A complete log|^npm (error|ERR!)\s*$/.test(l));
+  // npm's first error line is its code (`npm error code E404`), the next one says what happened.
+  const npmError = lines.filter(
+    (l) => /^npm (error|ERR!)/.test(l) && !/A complete log|^npm (error|ERR!)\s*$|^npm (error|ERR!) (code|errno) /.test(l),
+  );
   const line = npmError[0] ?? lines[0] ?? (error instanceof Error ? error.message.split("\n")[0] : String(error));
   return line!.slice(0, 300);
 }

@@ -5,6 +5,8 @@
 // (exit 1 naming the step), and a good one is installed by real `npm install --prefix`, reconciled
 // by the new version's own `install` and restarted through the manager: status then shows 0.2.0.
 import { existsSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -38,6 +40,65 @@ async function command(args: string[]): Promise<{ code: number; out: string }> {
   return { code, out };
 }
 
+/**
+ * A chat-completions provider on loopback (OpenAI's wire protocol) that holds each completion until
+ * `release()`: a turn stays in flight exactly as long as the test wants.
+ */
+async function heldProvider(t: import("ava").ExecutionContext) {
+  const held: (() => void)[] = [];
+  const server = createServer((req, res) => {
+    if (req.method === "GET" && req.url === "/v1/models") {
+      return void res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ object: "list", data: [{ id: "m1", object: "model" }] }));
+    }
+    let text = "";
+    req.on("data", (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    req.on("end", () => {
+      held.push(() => {
+        const stream = (JSON.parse(text) as { stream?: boolean }).stream === true;
+        const base = { id: "c1", created: 1, model: "m1" };
+        if (!stream) {
+          res.writeHead(200, { "content-type": "application/json" }).end(
+            JSON.stringify({
+              ...base,
+              object: "chat.completion",
+              choices: [{ index: 0, message: { role: "assistant", content: "finished in flight" }, finish_reason: "stop" }],
+              usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 },
+            }),
+          );
+          return;
+        }
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const chunk = (delta: unknown, finish: string | null) =>
+          res.write(
+            `data: ${JSON.stringify({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+          );
+        chunk({ role: "assistant", content: "" }, null);
+        chunk({ content: "finished in flight" }, null);
+        chunk({}, "stop");
+        res.end("data: [DONE]\n\n");
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    get waiting() {
+      return held.length;
+    },
+    release: () => {
+      for (const answer of held.splice(0)) answer();
+    },
+  };
+}
+
 /** Reads a text/event-stream into `text` until aborted. */
 function readStream(url: string, signal: AbortSignal): { text: () => string; opened: Promise<number> } {
   let text = "";
@@ -64,8 +125,12 @@ test("update: announce once, drain (503s), a failed install resumes the daemon, 
   process.env.npm_config_cache = join(base, "npm-cache");
   const pkg = await packNextRelease(join(base, "pack"), "app-daemon", "0.2.0");
   const registry = await fakeRegistry(t, pkg, TOKEN);
+  const provider = await heldProvider(t);
   const flags = [
     ...meshFlags(base, dataDir),
+    `--Providers:held:BaseUrl=${provider.url}`,
+    "--Providers:held:ApiKey=sk-held-provider",
+    "--Providers:held:Models=m1",
     "--Daemon:ServiceManager=process",
     "--Updates:PackageId=app-daemon",
     `--Updates:PackageFeedUrl=${registry.url}`,
@@ -76,6 +141,7 @@ test("update: announce once, drain (503s), a failed install resumes the daemon, 
   ];
   t.teardown(async () => {
     registry.release();
+    provider.release();
     await command(["stop", ...flags]).catch(() => undefined);
   });
   t.is((await command(["install", ...flags])).code, 0);
@@ -83,7 +149,7 @@ test("update: announce once, drain (503s), a failed install resumes the daemon, 
   const context = daemonContext(flags);
   const running = await daemonStatus(context);
   t.like(running, { state: "running", version: "0.1.0" });
-  const agents = (running as { fronts?: { name: string; url: string }[] }).fronts?.find((f) => f.name === "agents")?.url;
+  const agents = running.fronts?.find((f) => f.name === "agents")?.url;
   t.truthy(agents, "the status names the agent front");
 
   // The periodic check: nothing to announce while the feed has only 0.1.0; then 0.2.0, once.
@@ -115,6 +181,21 @@ test("update: announce once, drain (503s), a failed install resumes the daemon, 
   );
   t.is((await fetch(new URL("/health/ready", agents))).status, 200);
 
+  // A turn in flight when the update starts: the drain waits for it (npm is not run meanwhile).
+  const spawned = await fetch(new URL("/api/agents", agents), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ provider: "held", model: "m1" }),
+  });
+  t.is(spawned.status, 201);
+  const agentId = ((await spawned.json()) as { id: string }).id;
+  const inFlight = fetch(new URL(`/api/agents/${agentId}/message`, agents), {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ message: "take your time" }),
+  });
+  await until(() => provider.waiting > 0, "the turn at the provider");
+
   // A corrupt tarball: the drain is visible while the registry holds it, the install fails, the daemon resumes.
   registry.corrupt = true;
   registry.hold = true;
@@ -129,8 +210,19 @@ test("update: announce once, drain (503s), a failed install resumes the daemon, 
       return error;
     },
   );
+  await until(async () => (await daemonStatus(context)).draining === true, "draining");
+  const npmAsked = () => registry.seen.some((r) => String(r.headers["user-agent"]).startsWith("npm/"));
+  const checksBefore = metadataReads();
+  await until(() => metadataReads() >= checksBefore + 2, "two more periodic checks while the turn runs");
+  t.false(npmAsked(), "npm is not run while a turn is in flight");
+  t.is(settled, undefined);
+  provider.release();
+  const finished = await inFlight;
+  t.is(finished.status, 200, "the turn in flight finished");
+  t.like(await finished.json(), { response: "finished in flight" });
   await until(() => registry.waiting > 0 || settled, "npm asking for the tarball", { timeoutMs: 120_000 });
   t.is(settled, undefined, "the update waits for the tarball");
+  t.true(npmAsked());
   t.like(await daemonStatus(context), { state: "running", draining: true });
   t.is((await fetch(new URL("/health/ready", agents))).status, 503, "not ready while draining");
   const turn = await fetch(new URL("/api/agents/0c7d2a8e-59a4-4c1e-9b67-4b1f1d3e2a10/message", agents), {
@@ -165,6 +257,10 @@ test("update: announce once, drain (503s), a failed install resumes the daemon, 
   const definition = JSON.parse(readFileSync(join(dataDir, "daemon/service.json"), "utf8")) as { script: string };
   t.true(definition.script.startsWith(join(prefix, "lib/node_modules/app-daemon")));
   t.like(await daemonStatus(context), { state: "running", version: "0.2.0" });
+  t.true(
+    registry.seen.every((r) => r.headers.authorization === `Bearer ${TOKEN}`),
+    "npm sent the feed token too (from the temporary user config)",
+  );
 });
 
 test("update when the feed has nothing newer: exit 0, nothing installed, nothing drained", async (t) => {

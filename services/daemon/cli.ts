@@ -334,6 +334,9 @@ export interface StatusReport {
   pid: number | null;
   manager: ServiceManager;
   health: unknown;
+  /** From a running daemon: whether an update's drain holds new turns, and the fronts it serves. */
+  draining?: boolean;
+  fronts?: { name: string; url: string }[];
 }
 
 export async function daemonStatus(context: DaemonContext): Promise<StatusReport> {
