@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import test from "ava";
 import { type WebSocket, WebSocketServer } from "ws";
+import { startFakeOpenAi } from "../../test/support/fake-openai.js";
 import { until } from "../../test/support/until.js";
 import { bridgeReport, parseChannelModes } from "./bridge.js";
 import { type BridgeChat, readChat, startBridgeClient } from "./bridge-client.js";
@@ -161,12 +162,18 @@ test("the client: connect frame, connected on ok; Passthrough observes, Intercep
   t.false(client.connected);
 });
 
-test("a running daemon follows bridge.json at once: connected, disable closes it, enable connects again", async (t) => {
+test("a running daemon follows bridge.json at once (disable closes, enable connects again); Passthrough is audited, Intercept answered by an agent", async (t) => {
   t.timeout(300_000);
   const base = await mkdtemp(join(tmpdir(), "bridge-daemon-"));
   const dataDir = join(base, "app");
-  const { url, gateway } = await fakeGateway(t);
+  const { url, gateway, emit } = await fakeGateway(t);
+  const openai = await startFakeOpenAi({ models: ["m1"] });
+  t.teardown(() => openai.close());
   const flags = [
+    `--Providers:fake:BaseUrl=${openai.url}`,
+    `--Providers:fake:ApiKey=${openai.apiKey}`,
+    "--Providers:fake:Models=m1",
+    "--Bridge:ChannelModes=telegram=Intercept,slack=Passthrough",
     `--AgentGateway:DataDir=${dataDir}`,
     "--Daemon:ServiceManager=process",
     "--Bridge:Enabled=true",
@@ -211,6 +218,21 @@ test("a running daemon follows bridge.json at once: connected, disable closes it
   await until(() => gateway.frames.filter((f) => f.method === "connect").length >= 2, "connected again");
   await until(async () => JSON.parse((await command(["bridge", "status", "--json", ...flags])).out).connected, "status: connected again");
   t.true(existsSync(join(dataDir, "bridge.json")));
+
+  const status = JSON.parse((await command(["status", "--json", ...flags])).out) as { fronts?: { name: string; url: string }[] };
+  const agents = status.fronts?.find((f) => f.name === "agents")?.url;
+  t.truthy(agents);
+  emit({ channel: "slack", sessionKey: "C7", text: "just watching" });
+  const audited = await until(async () => {
+    const text = await (await fetch(new URL("/api/audit/events?limit=100", agents))).text();
+    return text.includes('"bridge.observe"') ? text : undefined;
+  }, "the audit entry of an observed message");
+  t.regex(audited, /"resource":"slack"/);
+  t.false(audited.includes("just watching"), "the audit entry holds no message text");
+  emit({ channel: "telegram", sessionKey: "99", text: "hello agent" });
+  const sent = await until(() => gateway.frames.find((f) => f.method === "chat.send"), "the agent's answer sent back");
+  t.like(sent, { params: { channel: "telegram", sessionKey: "99", message: "Hello from the fake." } });
+  t.is(openai.chatRequests().length, 1, "one turn, for the intercepted message only");
   child.kill("SIGTERM");
   t.is(await exited, 0);
   t.false(stderr.includes(TOKEN), "the token is in no log line");

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import test from "ava";
 import { until } from "../../test/support/until.js";
 import type { UpdateAvailable } from "./gateway-link.js";
-import { readUpdateState, startUpdateChecks, type UpdateChecksOptions } from "./update-checks.js";
+import { firstCheckDelay, readUpdateState, startUpdateChecks, type UpdateChecksOptions } from "./update-checks.js";
 import { checkForUpdate } from "./updates.js";
 
 async function feed(t: import("ava").ExecutionContext) {
@@ -103,4 +103,10 @@ test("an announcement that cannot be recorded is not remembered: the next check 
   await until(() => attempts >= 2, "a second attempt");
   t.regex(running.logs[0]!, /^warn the update event could not be recorded, trying again in the next interval: the outbox is unavailable$/);
   await until(() => readUpdateState(statePath).announcedVersion === "0.2.0", "remembered after the second attempt");
+});
+
+test("the first check comes one interval after ready, at most an hour after", (t) => {
+  t.is(firstCheckDelay(1000), 1000);
+  t.is(firstCheckDelay(15_000), 15_000);
+  t.is(firstCheckDelay(24 * 60 * 60 * 1000), 60 * 60 * 1000);
 });

@@ -16,6 +16,9 @@ export const FIRST_CHECK_MAX_MS = 60 * 60 * 1000;
 /** setTimeout's longest delay; a longer CheckInterval checks this often (about 24 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** The first check: one interval after ready, but never later than an hour. */
+export const firstCheckDelay = (intervalMs: number) => Math.min(intervalMs, FIRST_CHECK_MAX_MS);
+
 export interface UpdateState {
   /** The latest version announced. */
   announcedVersion?: string;
@@ -112,7 +115,7 @@ export function startUpdateChecks(options: UpdateChecksOptions): UpdateChecks {
     // The checks never keep the process alive on their own.
     timer.unref();
   };
-  schedule(Math.min(options.intervalMs, FIRST_CHECK_MAX_MS));
+  schedule(firstCheckDelay(options.intervalMs));
   return {
     get checks() {
       return checks;
