@@ -19,10 +19,12 @@ import { mcpRoute } from "./mcp/mcp-server.js";
 import { createHubConnectionTokens, hubTokenKeys, hubTokenKeyTable } from "../runtime/hubs/index.js";
 import { defineModule, type ModuleDeps } from "../runtime/module/index.js";
 import { createUnitOfWork } from "../runtime/outbox/index.js";
-import { agentService, providerService } from "./agents/agent-service.js";
+import { attachGateway } from "../daemon/gateway-link.js";
+import { GatewayUpdateAvailableSchema } from "../../gen/agents/v1/events_pb.js";
+import { agentService, providerService, TurnGate } from "./agents/agent-service.js";
 import { Agents } from "./agents/agents.js";
-import { AgentEntity } from "./agents/entities.js";
 import { runTurn } from "./agents/turns.js";
+import { AgentEntity } from "./agents/entities.js";
 import { createProviderPool, pooledProviders } from "./agents/provider-setup.js";
 import { type TelemetryProviders, type TurnInstruments, turnInstruments } from "./agents/turn-telemetry.js";
 import { agentsStream } from "./agents-stream.js";
@@ -36,7 +38,7 @@ import { jobsParts } from "./tools/jobs/index.js";
 import { memoryTasksParts } from "./tools/memory/module-parts.js";
 import { SessionEntity, ToolCallEntity, TurnEntity } from "./sessions/entities.js";
 import { agentsAuth, agentsFrontInterceptors, agentsFrontMigrations, agentsFrontPolicy, gatewayFrontSettings } from "./front-settings.js";
-import { agentHealthService, createAgentHealth } from "./health/index.js";
+import { type AgentHealth, agentHealthService, createAgentHealth } from "./health/index.js";
 import { gatewayVersion } from "./health/health-service.js";
 import { secretValuesOf } from "./tools/environment/index.js";
 import { toolsParts } from "./tools/module-parts.js";
@@ -229,6 +231,33 @@ export const agentsModule = defineModule({
       minFreeDiskBytes: settings.agentGateway.health.minFreeDiskMb * 1024 * 1024,
       maxHeapBytes: settings.agentGateway.health.maxHeapMb * 1024 * 1024,
     });
+    // app-daemon's side (services/daemon/gateway-link.ts): its update checks record their event
+    // here, and its drain holds new turns and fails readiness until the update is done or undone.
+    // The bridge's conversations (app-daemon, Intercept mode): one agent each, spawned on its first message.
+    const bridgedAgents = new Map<string, string>();
+    const gate = new TurnGate(Math.ceil(settings.updates.drainTimeout / 1000) + 15);
+    const detachDaemon = attachGateway({
+      announceUpdate: (update) => uow.run(async (tx) => void tx.record(GatewayUpdateAvailableSchema, update)),
+      setDraining: (draining) => {
+        gate.draining = draining;
+      },
+      turnsInFlight: () => gate.inFlight,
+      idle: () => gate.idle(),
+      audit: (action, resource, detail) => uow.run((tx) => audit.record(tx.em, { action, severity: "info", resource, detail })),
+      chatTurn: async (conversation, text) => {
+        const release = gate.enter();
+        try {
+          let agentId = bridgedAgents.get(conversation);
+          if (agentId === undefined || !(await agents.list()).some((a) => a.id === agentId)) {
+            agentId = (await agents.spawn({})).id;
+            bridgedAgents.set(conversation, agentId);
+          }
+          return (await runTurn(agents.deps, turnSettings, agentId, text)).response;
+        } finally {
+          release();
+        }
+      },
+    });
     const hubTokens = createHubConnectionTokens({ keys: hubTokenKeys({ db, table: hubKeys }) });
     const gatewayEvents = createGatewayEventStream({ bus: deps.bus, stream: agentsStream.name, logger: deps.logger, tokens: hubTokens });
     pool.start();
@@ -237,14 +266,14 @@ export const agentsModule = defineModule({
     return {
       services: [
         defineService(AgentService, {
-          ...agentService(agents, turnSettings, hubTokens),
+          ...agentService(agents, turnSettings, hubTokens, gate),
           // The web channel's SendMessage and ReceiveMessage on /hubs/agent (channels/web-hub.ts).
           sendWebChannelMessage: (req, ctx) => channels.webHub.sendWebChannelMessage(req, ctx),
           pushAgentHubCalls: (req, ctx) => channels.webHub.pushAgentHubCalls(req, ctx),
         }),
         defineService(SessionService, sessionService(deps.db)),
         defineService(ProviderService, providerService(agents)),
-        agentHealthService(health),
+        agentHealthService(drainAware(health, gate)),
         defineService(GatewayEventService, gatewayEvents.impl),
         ...auditing.services,
         ...channels.services,
@@ -263,6 +292,7 @@ export const agentsModule = defineModule({
         }
       },
       workers: [
+        { name: "app-daemon link", stop: async () => detachDaemon() },
         { name: "agent gateway telemetry", stop: () => telemetry.shutdown() },
         ...channels.workers,
         { name: "gateway event stream", stop: () => gatewayEvents.stop() },
@@ -274,6 +304,25 @@ export const agentsModule = defineModule({
     };
   },
 });
+
+/** While app-daemon drains, the report is Unhealthy (readiness 503) with the gateway entry saying why. */
+function drainAware(health: AgentHealth, gate: TurnGate): AgentHealth {
+  return {
+    async report() {
+      const report = await health.report();
+      if (!gate.draining) return report;
+      const gateway = report.entries.gateway;
+      return {
+        ...report,
+        status: "Unhealthy",
+        entries: {
+          ...report.entries,
+          ...(gateway ? { gateway: { ...gateway, status: "Unhealthy", description: "Draining for an update." } } : {}),
+        },
+      };
+    },
+  };
+}
 
 /** The ring, and a test's own log beside it. */
 function alsoTo(ring: AuditLog, extra: AuditLog | undefined): AuditLog {

@@ -6,7 +6,7 @@
 import { isIP } from "node:net";
 import { z } from "zod";
 import { ConfigError, setting } from "../runtime/config/index.js";
-import { daemonSettings } from "../daemon/settings.js";
+import { bridgeSettings, daemonSettings } from "../daemon/settings.js";
 import { toolsSettings } from "./tools/settings.js";
 
 export type ProviderKindSetting = "openai" | "assistant";
@@ -231,6 +231,9 @@ export const updatesSettings = z.object({
     description: "The package feed releases are read from (an npm registry).",
   }),
   feedToken: setting.string({ secret: true, description: "Sent as `Authorization: Bearer` to the package feed." }),
+  installPrefix: setting.string({
+    description: "`app-daemon update` installs with `npm install --global --prefix <this>`; unset: npm's own global prefix.",
+  }),
 });
 
 export const mcpSettings = z.object({
@@ -342,6 +345,7 @@ export const agentsCoreSections = {
   tools: toolsSettings,
   daemon: daemonSettings,
   channels: channelsSettings,
+  bridge: bridgeSettings,
 };
 
 export type GatewayAgentsSettings = z.output<typeof gatewayAgentsSettings>;

@@ -1,9 +1,12 @@
-// `app-daemon`: runs the agent gateway as a service and manages that service. This first part:
-// run (the mesh, with the daemon's control socket), install and uninstall (systemd, Windows,
-// process; --dry-run for any manager on any OS), status. Exit codes: 0 ok, 1 failure (one line
-// on stderr, no stack), 2 usage or configuration error, 3 `status` when not running.
+// `app-daemon`: runs the agent gateway as a service and manages that service: run (the mesh, with
+// the daemon's control socket and the periodic update check), install and uninstall (systemd,
+// Windows, process; --dry-run for any manager on any OS), start/stop/restart, status, logs and
+// update (check, or apply with drain: apply-update.ts). Exit codes: 0 ok, 1 failure (one line on
+// stderr, no stack), 2 usage or configuration error, 3 `status` when not running.
+// AutoApply runs `app-daemon update` as a detached child of the daemon (output in
+// ~/.app/logs/update.log), since the update stops the very process that found the release.
 import { execFile, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { homedir, userInfo } from "node:os";
 import { dirname, join } from "node:path";
@@ -11,9 +14,12 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { expandDataDir } from "../agents/credentials/index.js";
 import { loadMeshConfig } from "../mesh-config.js";
-import { agentsSettings } from "../agents/index.js";
+import { type AgentsSettings, agentsSettings } from "../agents/index.js";
 import { ConfigError } from "../runtime/config/index.js";
-import { queryDaemon, serveControlSocket } from "./control-socket.js";
+import { applyUpdate } from "./apply-update.js";
+import { type ControlSocket, callDaemon, queryDaemon, serveControlSocket } from "./control-socket.js";
+import { attachedGateway, channelNotifier } from "./gateway-link.js";
+import { startUpdateChecks } from "./update-checks.js";
 import { serveHealthPort } from "./health-port.js";
 import { systemdNotifier } from "./sd-notify.js";
 import { checkForUpdate } from "./updates.js";
@@ -29,7 +35,9 @@ import {
   WINDOWS_SERVICE,
 } from "./service-managers.js";
 import { logPath, runningSupervisor, supervise } from "./supervisor.js";
-import type { DaemonSettings } from "./settings.js";
+import type { BridgeSettings, DaemonSettings } from "./settings.js";
+import { type BridgeState, bridgeReport, changeBridge, channelMode, loadBridgeState, saveBridgeState } from "./bridge.js";
+import { type BridgeClient, startBridgeClient } from "./bridge-client.js";
 
 const run = promisify(execFile);
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url));
@@ -42,11 +50,13 @@ Commands:
   uninstall [--dry-run] stops, disables and removes it
   start | stop | restart   through the service manager (process: a detached supervisor; start returns when ready)
   status               running, starting, stopped or not-installed (exit 3 when not running)
+  bridge status|enable|disable|passthrough   the chat-gateway bridge (~/.app/bridge.json; a running daemon follows at once)
   logs [-n N]          the last N lines of the daemon's log (50; journalctl under systemd)
-  update --check-only  whether the package feed has a newer release (applying one is not built yet)
+  update [--check-only] applies the feed's newer release: drain, npm install, reconcile, restart
+                       (--check-only: only whether there is one)
 
 Options:
-  --json     one JSON object (status, install --dry-run, uninstall --dry-run)
+  --json     one JSON object (status, update --check-only, bridge, install --dry-run, uninstall --dry-run)
   --help     this text
 `;
 
@@ -63,9 +73,14 @@ interface Parsed {
   settings: string[];
   /** What follows `run`. */
   rest: string[];
+  /** `bridge <verb>`. */
+  verb?: BridgeVerb;
 }
 
-const commands = ["run", "install", "uninstall", "start", "stop", "restart", "status", "logs", "update"];
+const bridgeVerbs = ["status", "enable", "disable", "passthrough"] as const;
+type BridgeVerb = (typeof bridgeVerbs)[number];
+
+const commands = ["run", "install", "uninstall", "start", "stop", "restart", "status", "logs", "update", "bridge"];
 /** What `start` launches under the process manager; not for people. */
 const internal = ["supervise"];
 
@@ -87,12 +102,14 @@ export function parseDaemonArgs(argv: readonly string[]): Parsed {
       parsed.lines = n;
     } else if (arg === "--dry-run" && (command === "install" || command === "uninstall")) parsed.dryRun = true;
     else if (arg === "--check-only" && command === "update") parsed.checkOnly = true;
-    else if (/^--[A-Za-z][\w.-]*:[\w:.-]+=/.test(arg) || /^--(environment|config-dir)=/.test(arg)) parsed.settings.push(arg);
+    else if (command === "bridge" && parsed.verb === undefined && !arg.startsWith("-")) {
+      if (!(bridgeVerbs as readonly string[]).includes(arg))
+        throw new UsageError(`Unknown bridge command '${arg}'. Bridge commands: ${bridgeVerbs.join(", ")}.`);
+      parsed.verb = arg as BridgeVerb;
+    } else if (/^--[A-Za-z][\w.-]*:[\w:.-]+=/.test(arg) || /^--(environment|config-dir)=/.test(arg)) parsed.settings.push(arg);
     else throw new UsageError(`Unknown option '${arg}' for ${command}.`);
   }
-  if (command === "update" && !parsed.checkOnly) {
-    throw new UsageError("Only `update --check-only` is available in this version; applying an update is not built yet.");
-  }
+  if (command === "bridge" && parsed.verb === undefined) throw new UsageError(`bridge needs one of: ${bridgeVerbs.join(", ")}.`);
   return parsed;
 }
 
@@ -112,6 +129,8 @@ function serviceUser(env: NodeJS.ProcessEnv): { user: string; home: string } {
 
 export interface DaemonContext {
   settings: DaemonSettings;
+  bridge: BridgeSettings;
+  updates: AgentsSettings["updates"];
   /** `Services:Host`: where the health port binds in serve modes. */
   servicesHost: string;
   host: DaemonHost;
@@ -136,7 +155,14 @@ export function daemonContext(flags: string[], env: NodeJS.ProcessEnv = process.
     platform: process.platform,
     systemdBooted: existsSync("/run/systemd/system"),
   };
-  return { settings: daemon, servicesHost: config.runtime.services.host, host, manager: resolveManager(daemon.serviceManager, host) };
+  return {
+    settings: daemon,
+    bridge: settings.bridge,
+    updates: settings.updates,
+    servicesHost: config.runtime.services.host,
+    host,
+    manager: resolveManager(daemon.serviceManager, host),
+  };
 }
 
 async function carryOut(actions: readonly DaemonAction[]): Promise<void> {
@@ -214,7 +240,9 @@ async function startDaemon(context: DaemonContext, flags: readonly string[]): Pr
   if (context.manager !== "process") return managerCommand(context, "start");
   const { dataDir } = context.host;
   if (runningSupervisor(dataDir)) return;
-  const supervisor = spawn(context.host.node, [context.host.script, "supervise", ...flags], {
+  // What the definition names: after an update, the new version's node and script.
+  const definition = processDefinition(context.host);
+  const supervisor = spawn(definition.node, [definition.script, "supervise", ...flags], {
     detached: true,
     stdio: "ignore",
     env: process.env,
@@ -231,6 +259,38 @@ async function startDaemon(context: DaemonContext, flags: readonly string[]): Pr
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+/** `~/.app/daemon/service.json`'s node and script (the running ones when it names none). */
+function processDefinition(host: DaemonHost): { node: string; script: string } {
+  try {
+    const definition = JSON.parse(readFileSync(definitionPath("process", host), "utf8")) as { node?: unknown; script?: unknown };
+    if (typeof definition.node === "string" && typeof definition.script === "string")
+      return { node: definition.node, script: definition.script };
+  } catch {
+    // Unreadable: the running version's.
+  }
+  return { node: host.node, script: host.script };
+}
+
+/**
+ * Restarts the installed daemon through its manager. Under systemd, an AutoApply update runs inside
+ * the unit's own cgroup, so it asks for the restart without waiting (`--no-block`) and is ended by it.
+ */
+async function restartDaemon(context: DaemonContext, flags: readonly string[]): Promise<void> {
+  if (context.manager === "systemd") {
+    if (context.host.systemdRoot !== "/")
+      throw new UsageError(`restart needs the running systemd (Daemon:SystemdRoot is ${context.host.systemdRoot}).`);
+    const noBlock = process.env.APP_DAEMON_AUTO_APPLY === "1" ? "--no-block " : "";
+    await carryOut([{ action: "run", command: `systemctl restart ${noBlock}${UNIT_NAME}` }]);
+    return;
+  }
+  await stopDaemon(context);
+  await startDaemon(context, flags);
+}
+
+/** Settings flags among a `run`'s arguments: what an update started from it is given. */
+const settingFlags = (args: readonly string[]) =>
+  args.filter((arg) => /^--[A-Za-z][\w.-]*:[\w:.-]+=/.test(arg) || /^--(environment|config-dir)=/.test(arg));
 
 /** Stops the daemon; stopping a stopped daemon is fine. */
 async function stopDaemon(context: DaemonContext): Promise<void> {
@@ -274,6 +334,9 @@ export interface StatusReport {
   pid: number | null;
   manager: ServiceManager;
   health: unknown;
+  /** From a running daemon: whether an update's drain holds new turns, and the fronts it serves. */
+  draining?: boolean;
+  fronts?: { name: string; url: string }[];
 }
 
 export async function daemonStatus(context: DaemonContext): Promise<StatusReport> {
@@ -305,18 +368,139 @@ export async function runDaemonCommand(
       parsed.rest[0] === "serve"
         ? await serveHealthPort(context.servicesHost, context.settings.healthPort, { version: version() })
         : undefined;
-    const socket = await serveControlSocket(join(context.host.dataDir, "daemon.sock"), {
-      version: version(),
-      manager: context.manager,
-      ...(probes ? { healthUrl: probes.url } : {}),
-    });
+    const flags = settingFlags(parsed.rest);
+    let ready = false;
+    let socket: ControlSocket | undefined;
+    const setDraining = (draining: boolean) => {
+      attachedGateway()?.setDraining(draining);
+      probes?.setReady(ready && !draining);
+      socket?.setInfo({ draining });
+    };
+    socket = await serveControlSocket(
+      join(context.host.dataDir, "daemon.sock"),
+      { version: version(), manager: context.manager, ...(probes ? { healthUrl: probes.url } : {}) },
+      {
+        // An update's drain: hold new turns, fail readiness, answer once the turns in flight are done
+        // (or the timeout passed: `drained: false` and how many still run).
+        "POST /drain": async (body) => {
+          const asked = Number((body as { timeoutMs?: unknown } | undefined)?.timeoutMs);
+          const timeoutMs = Number.isFinite(asked) && asked >= 0 ? asked : context.host.drainTimeoutMs;
+          setDraining(true);
+          const gateway = attachedGateway();
+          if (!gateway) return { drained: true, inFlight: 0 };
+          let timer: NodeJS.Timeout | undefined;
+          const drained = await Promise.race([
+            gateway.idle().then(() => true),
+            new Promise<boolean>((resolve) => {
+              timer = setTimeout(() => resolve(false), timeoutMs);
+            }),
+          ]);
+          clearTimeout(timer);
+          return { drained, inFlight: gateway.turnsInFlight() };
+        },
+        "POST /resume": () => {
+          setDraining(false);
+          return { resumed: true };
+        },
+        // `app-daemon bridge …` changed bridge.json: follow it at once.
+        "POST /bridge/reload": async () => {
+          await followBridge();
+          return { connected: bridge?.connected ?? false };
+        },
+        "POST /bridge/status": () => ({ connected: bridge?.connected ?? false }),
+      },
+    );
+    let bridge: BridgeClient | undefined;
+    let bridgeState: BridgeState | undefined;
+    /** Connects the bridge when bridge.json says enabled and autoConnect (and Bridge:Url is set), else closes it. */
+    const followBridge = async () => {
+      bridgeState = await loadBridgeState(context.host.dataDir, context.bridge);
+      const wanted = bridgeState.enabled && bridgeState.autoConnect && context.bridge.url !== undefined;
+      if (!wanted) {
+        bridge?.close();
+        bridge = undefined;
+        return;
+      }
+      if (bridge) return;
+      bridge = startBridgeClient({
+        url: context.bridge.url!,
+        ...(context.bridge.token ? { token: context.bridge.token } : {}),
+        modeOf: (channel) => (bridgeState ? channelMode(bridgeState, channel) : "Passthrough"),
+        observe: async (chat) => {
+          await attachedGateway()?.audit("bridge.observe", chat.channel, { conversation: chat.conversation, length: chat.text.length });
+        },
+        answer: async (chat) => {
+          const gateway = attachedGateway();
+          if (!gateway) throw new Error("this process serves no agent gateway to answer with");
+          return gateway.chatTurn(`bridge:${chat.channel}:${chat.conversation}`, chat.text);
+        },
+        log,
+      });
+    };
+    const log = (level: "info" | "warn", message: string) =>
+      process.stderr.write(`${JSON.stringify({ level, time: new Date().toISOString(), daemon: message })}\n`);
+    let checks: { stop(): void } | undefined;
+    let applying = false;
+    const autoApply = () => {
+      if (applying) return Promise.resolve();
+      applying = true;
+      mkdirSync(join(context.host.dataDir, "logs"), { recursive: true, mode: 0o700 });
+      const output = openSync(join(context.host.dataDir, "logs", "update.log"), "a", 0o600);
+      const child = spawn(process.execPath, [context.host.script, "update", ...flags], {
+        detached: true,
+        stdio: ["ignore", output, output],
+        env: { ...process.env, APP_DAEMON_AUTO_APPLY: "1" },
+      });
+      closeSync(output);
+      child.once("exit", (code) => {
+        applying = false;
+        if (code !== 0) log("warn", `the automatic update exited with ${code}; see ${join(context.host.dataDir, "logs", "update.log")}`);
+      });
+      child.once("error", () => {
+        applying = false;
+      });
+      child.unref();
+      return Promise.resolve();
+    };
+    const startChecks = () => {
+      const { updates } = context;
+      checks = startUpdateChecks({
+        intervalMs: updates.checkInterval,
+        check: () =>
+          checkForUpdate({
+            feed: updates.packageFeedUrl,
+            packageId: updates.packageId,
+            currentVersion: version(),
+            preRelease: updates.preRelease,
+            token: updates.feedToken,
+          }),
+        statePath: join(context.host.dataDir, "update-state.json"),
+        announce: async (update) => {
+          const gateway = attachedGateway();
+          if (gateway) await gateway.announceUpdate(update);
+          else log("info", "this process serves no agent gateway: the update is not recorded as an event");
+        },
+        ...(updates.notifyChannels
+          ? {
+              // TODO(channels): the channel router registers its notifier with setChannelNotifier.
+              notifyChannels: async (text: string) => channelNotifier()?.(text),
+            }
+          : {}),
+        ...(updates.autoApply ? { apply: autoApply } : {}),
+        log,
+      });
+    };
     const systemd = systemdNotifier(process.env, (error) => process.stderr.write(`app-daemon: sd_notify failed (${error.message})\n`));
     await systemd.notify({ STATUS: "Starting the agent gateway" });
     await main(parsed.rest, {
       up: (fronts) => {
         void untilReady(fronts).then(async () => {
+          ready = true;
+          socket.setInfo({ fronts: fronts.map(({ name, url }) => ({ name, url })) });
           socket.setState("running");
           probes?.setReady(true);
+          startChecks();
+          await followBridge().catch((error: Error) => log("warn", `the bridge was not started: ${error.message}`));
           await systemd.notify({
             READY: 1,
             MAINPID: process.pid,
@@ -325,6 +509,8 @@ export async function runDaemonCommand(
         });
       },
       stopping: async () => {
+        checks?.stop();
+        bridge?.close();
         socket.close();
         probes?.setReady(false);
         await systemd.notify({ STOPPING: 1, STATUS: "Draining and stopping" });
@@ -352,7 +538,7 @@ export async function runDaemonCommand(
     return 0;
   }
   if (parsed.command === "update") {
-    const updates = loadMeshConfig({ flags: parsed.settings }).get(agentsSettings).updates;
+    const { updates } = context;
     const check = await checkForUpdate({
       feed: updates.packageFeedUrl,
       packageId: updates.packageId,
@@ -360,12 +546,48 @@ export async function runDaemonCommand(
       preRelease: updates.preRelease,
       token: updates.feedToken,
     });
+    if (parsed.checkOnly || !check.updateAvailable) {
+      out(
+        parsed.json
+          ? `${JSON.stringify(check)}\n`
+          : check.updateAvailable
+            ? `${check.packageId} ${check.currentVersion} → ${check.latestVersion} is available\n`
+            : `${check.packageId} ${check.currentVersion} is up to date\n`,
+      );
+      return 0;
+    }
+    const line = await applyUpdate({
+      check,
+      feed: updates.packageFeedUrl,
+      ...(updates.feedToken ? { token: updates.feedToken } : {}),
+      ...(updates.installPrefix ? { installPrefix: updates.installPrefix } : {}),
+      socketPath: join(context.host.dataDir, "daemon.sock"),
+      drainTimeoutMs: updates.drainTimeout,
+      flags: parsed.settings,
+      installed: existsSync(definitionPath(context.manager, context.host)),
+      restart: () => restartDaemon(context, parsed.settings),
+      node: context.host.node,
+      platform: context.host.platform,
+    });
+    out(parsed.json ? `${JSON.stringify({ ...check, applied: true })}\n` : `${line}\n`);
+    return 0;
+  }
+  if (parsed.command === "bridge") {
+    const socketPath = join(context.host.dataDir, "daemon.sock");
+    let state = await loadBridgeState(context.host.dataDir, context.bridge);
+    if (parsed.verb !== "status") {
+      state = changeBridge(state, parsed.verb!);
+      await saveBridgeState(context.host.dataDir, state);
+    }
+    const live = await queryDaemon(socketPath);
+    const answer = live
+      ? ((await callDaemon(socketPath, "POST", parsed.verb === "status" ? "/bridge/status" : "/bridge/reload")) as { connected?: boolean })
+      : {};
+    const report = bridgeReport(state, answer.connected === true);
     out(
       parsed.json
-        ? `${JSON.stringify(check)}\n`
-        : check.updateAvailable
-          ? `${check.packageId} ${check.currentVersion} → ${check.latestVersion} is available\n`
-          : `${check.packageId} ${check.currentVersion} is up to date\n`,
+        ? `${JSON.stringify(report)}\n`
+        : `bridge ${report.effectiveMode.toLowerCase()}${report.overrideChannels.length ? ` (intercepting ${report.overrideChannels.join(", ")})` : ""}, ${report.connected ? "connected" : "not connected"}\n`,
     );
     return 0;
   }

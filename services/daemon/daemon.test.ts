@@ -150,7 +150,7 @@ test("the command: usage errors exit 2 with one line, status of a stopped daemon
   t.is((bad as { code: number }).code, 2);
   t.is(
     (bad as { stderr: string }).stderr,
-    "app-daemon: Unknown command 'bogus'. Commands: run, install, uninstall, start, stop, restart, status, logs, update.\n",
+    "app-daemon: Unknown command 'bogus'. Commands: run, install, uninstall, start, stop, restart, status, logs, update, bridge.\n",
   );
   const stopped = await exec(process.execPath, [bin, "status", "--json", ...flags, "--Daemon:ServiceManager=process"]).catch(
     (e: { code: number; stdout: string }) => e,

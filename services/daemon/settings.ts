@@ -24,3 +24,25 @@ export const daemonSettings = z.object({
 });
 
 export type DaemonSettings = z.output<typeof daemonSettings>;
+
+/**
+ * `Bridge:*`: the daemon's WebSocket client of a third-party chat gateway. Enabled, AutoConnect,
+ * DefaultMode and ChannelModes only seed `~/.app/bridge.json` the first time it is needed; from then
+ * on `app-daemon bridge …` edits that file. Url and Token are read from the settings every time.
+ */
+export const bridgeSettings = z.object({
+  enabled: setting.bool({ default: false, description: "Seeds bridge.json: whether the bridge is on." }),
+  autoConnect: setting.bool({ default: false, description: "Seeds bridge.json: whether the daemon connects the bridge when it starts." }),
+  defaultMode: setting.enum(["passthrough", "intercept"], {
+    default: "passthrough",
+    description:
+      "Seeds bridge.json: the mode of a channel not in ChannelModes (Passthrough observes, Intercept answers with a Meshwork agent).",
+  }),
+  channelModes: setting.string({
+    description: "Seeds bridge.json: modes per channel type, e.g. `telegram=Intercept,slack=Passthrough`.",
+  }),
+  url: setting.url({ protocols: ["ws:", "wss:"], description: "The chat gateway's WebSocket URL the bridge connects to." }),
+  token: setting.string({ secret: true, description: "Sent as `auth.token` in the bridge's `connect` request." }),
+});
+
+export type BridgeSettings = z.output<typeof bridgeSettings>;

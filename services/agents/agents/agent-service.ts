@@ -23,11 +23,48 @@ export function toAgent(row: AgentRow) {
   };
 }
 
+/**
+ * Holds new turns while app-daemon drains this process for an update (503 with Retry-After) and
+ * counts the turns in flight, so the drain knows when they have finished.
+ */
+export class TurnGate {
+  draining = false;
+  private running = 0;
+  private waiters: (() => void)[] = [];
+
+  constructor(private readonly retryAfterSeconds: number) {}
+
+  /** Admits a turn (throws Unavailable while draining); answers its release. */
+  enter(): () => void {
+    if (this.draining) {
+      throw new ConnectError("the agent gateway is draining for an update; try again shortly", Code.Unavailable, {
+        "retry-after": String(this.retryAfterSeconds),
+      });
+    }
+    this.running++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.running === 0) for (const wake of this.waiters.splice(0)) wake();
+    };
+  }
+
+  get inFlight(): number {
+    return this.running;
+  }
+
+  idle(): Promise<void> {
+    return this.running === 0 ? Promise.resolve() : new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
 /** AgentService but the web channel's hub methods, which the chat channels implement (channels/web-hub.ts). */
 export function agentService(
   agents: Agents,
   turnSettings: TurnSettings,
   hubTokens: HubConnectionTokens,
+  gate?: TurnGate,
 ): Omit<ServiceImpl<typeof AgentService>, "sendWebChannelMessage" | "pushAgentHubCalls"> {
   return {
     connectAgentHub: (req) => hubTokens.connect(req),
@@ -52,11 +89,17 @@ export function agentService(
     },
 
     async sendMessage(req) {
-      const result = await runTurn(agents.deps, turnSettings, checkId("id", req.id, "agent"), req.message);
-      return { ...result, usage: result.usage };
+      const release = gate?.enter();
+      try {
+        const result = await runTurn(agents.deps, turnSettings, checkId("id", req.id, "agent"), req.message);
+        return { ...result, usage: result.usage };
+      } finally {
+        release?.();
+      }
     },
 
     async *streamChat(req, ctx) {
+      const release = gate?.enter();
       const item = (type: string, content: string): ChatEvent => ({ type, agentId: req.agentId, content }) as ChatEvent;
       // Deltas arrive from the provider stream; the generator hands them out as the client pulls.
       const queue: ChatEvent[] = [];
@@ -95,6 +138,7 @@ export function agentService(
             );
           }
         } finally {
+          release?.();
           done = true;
           wake?.();
         }

@@ -106,9 +106,11 @@ test("each AGENTS event shows under the interface's type, with its source and pa
     channelType: "web",
     isConnected: false,
   });
-  const update = gatewayEventOf(busMessage(GatewayUpdateAvailableSchema, { currentVersion: "1.0.0", latestVersion: "1.1.0" }));
+  const update = gatewayEventOf(
+    busMessage(GatewayUpdateAvailableSchema, { currentVersion: "1.0.0", latestVersion: "1.1.0", packageId: "app-daemon" }),
+  );
   t.is(update?.eventType, "gateway.update.available");
-  t.deepEqual(update?.payload, { currentVersion: "1.0.0", latestVersion: "1.1.0" });
+  t.deepEqual(update?.payload, { currentVersion: "1.0.0", latestVersion: "1.1.0", packageId: "app-daemon" });
   t.is(update?.timestamp?.seconds, BigInt(occurredAt.getTime() / 1000));
   t.is(gatewayEventOf({ ...busMessage(ChannelConnectedSchema, {}), subject: "agents.v1.something.else" }), undefined);
 });

@@ -77,7 +77,7 @@ const views: Shown<DescMessage>[] = [
     eventType: "gateway.update.available",
     view: (e) => ({
       sourceId: e.latestVersion,
-      payload: { currentVersion: e.currentVersion, latestVersion: e.latestVersion },
+      payload: { currentVersion: e.currentVersion, latestVersion: e.latestVersion, packageId: e.packageId },
     }),
   }),
   shown({
