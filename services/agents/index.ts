@@ -19,7 +19,7 @@ import { mcpRoute } from "./mcp/mcp-server.js";
 import { createHubConnectionTokens, hubTokenKeys, hubTokenKeyTable } from "../runtime/hubs/index.js";
 import { defineModule, type ModuleDeps } from "../runtime/module/index.js";
 import { createUnitOfWork } from "../runtime/outbox/index.js";
-import { attachGateway } from "../daemon/gateway-link.js";
+import { attachGateway, setChannelNotifier } from "../daemon/gateway-link.js";
 import { GatewayUpdateAvailableSchema } from "../../gen/agents/v1/events_pb.js";
 import { agentService, providerService, TurnGate } from "./agents/agent-service.js";
 import { Agents } from "./agents/agents.js";
@@ -211,6 +211,8 @@ export const agentsModule = defineModule({
       maxToolRounds: settings.agentGateway.maxToolRounds,
       providerProbeSeconds: settings.agentGateway.providerProbeSeconds,
     };
+    // Holds new turns (REST, hub, channels, bridge) while app-daemon drains this process for an update.
+    const gate = new TurnGate(Math.ceil(settings.updates.drainTimeout / 1000) + 15);
     // Chat channels: a message runs a turn of its conversation's agent (channels/conversations.ts).
     const channels = await channelsParts.start(deps, {
       audit,
@@ -218,7 +220,14 @@ export const agentsModule = defineModule({
       agents: {
         spawn: (input) => agents.spawn(input),
         agentExists: async (id) => (await deps.db.reads.byId(AgentEntity, id)) !== null,
-        runTurn: async (agentId, message) => (await runTurn(agents.deps, turnSettings, agentId, message)).response,
+        runTurn: async (agentId, message) => {
+          const release = gate.enter();
+          try {
+            return (await runTurn(agents.deps, turnSettings, agentId, message)).response;
+          } finally {
+            release();
+          }
+        },
       },
     });
     const { runtime, db } = deps;
@@ -235,7 +244,8 @@ export const agentsModule = defineModule({
     // here, and its drain holds new turns and fails readiness until the update is done or undone.
     // The bridge's conversations (app-daemon, Intercept mode): one agent each, spawned on its first message.
     const bridgedAgents = new Map<string, string>();
-    const gate = new TurnGate(Math.ceil(settings.updates.drainTimeout / 1000) + 15);
+    // Updates:NotifyChannels: every conversation seen on a connected channel hears of a new release.
+    const detachNotifier = setChannelNotifier(async (text) => void (await channels.notifyConversations(text)));
     const detachDaemon = attachGateway({
       announceUpdate: (update) => uow.run(async (tx) => void tx.record(GatewayUpdateAvailableSchema, update)),
       setDraining: (draining) => {
@@ -292,7 +302,13 @@ export const agentsModule = defineModule({
         }
       },
       workers: [
-        { name: "app-daemon link", stop: async () => detachDaemon() },
+        {
+          name: "app-daemon link",
+          stop: async () => {
+            detachNotifier();
+            detachDaemon();
+          },
+        },
         { name: "agent gateway telemetry", stop: () => telemetry.shutdown() },
         ...channels.workers,
         { name: "gateway event stream", stop: () => gatewayEvents.stop() },

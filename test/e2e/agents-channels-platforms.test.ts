@@ -12,6 +12,7 @@ import { HttpTransportType, type HubConnection, HubConnectionBuilder, LogLevel }
 import test, { type ExecutionContext } from "ava";
 import { ChannelConnectedSchema, ChannelDisconnectedSchema } from "../../gen/agents/v1/events_pb.js";
 import { APOLOGY } from "../../services/agents/channels/conversations.js";
+import { channelNotifier } from "../../services/daemon/gateway-link.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -138,6 +139,22 @@ test.serial("Telegram: a message runs a turn and the reply goes back to the chat
     if (previous.length > 0) t.is(poll.offset, Math.max(...previous) + 1, `poll ${i}`);
   }
 });
+
+test.serial(
+  "Updates:NotifyChannels: a notice reaches every conversation seen on a connected channel, none on a disconnected one",
+  async (t) => {
+    const notify = channelNotifier();
+    t.truthy(notify, "the channels registered their notifier with app-daemon's link");
+    const before = telegram.sent.filter((m) => String(m.chat_id) === "500").length;
+    await notify!("Meshwork 9.9.9 is available");
+    const sent = await sentTo(500, before + 1);
+    t.is(sent.at(-1)!.text, "Meshwork 9.9.9 is available");
+    t.false(
+      signal.sent.some((m) => JSON.stringify(m).includes("9.9.9")),
+      "signal is not connected: nothing sent there",
+    );
+  },
+);
 
 test.serial("Telegram: strangers (audited), bots, the bot itself and non-text messages get no turn", async (t) => {
   const chats = env.fake.chatRequests().length;

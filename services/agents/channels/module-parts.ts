@@ -23,6 +23,7 @@ import type { ChannelAdapter, ChannelHost } from "./channel-adapter.js";
 import { type ChannelRegistry, createChannelRegistry } from "./channel-registry.js";
 import { channelService } from "./channel-service.js";
 import { AgentsChannels0003, ChannelEntity, ChannelMessageEntity } from "./channel-table.js";
+import { CONVERSATION_TABLE } from "../migrations/0009-channel-conversations.js";
 import { type ConversationRouter, type ConversationRouterDeps, createConversationRouter } from "./conversations.js";
 import { pendingChannel } from "./pending-adapters.js";
 import { createSignalChannel } from "./signal.js";
@@ -64,6 +65,11 @@ export const channelsParts = {
     router: ConversationRouter;
     /** SendMessage and the ReceiveMessage pushes of /hubs/agent: methods of AgentService, joined to it by the module. */
     webHub: WebHub;
+    /**
+     * Sends `text` to every conversation seen (agents_channel_conversation) on a channel that is
+     * connected; a channel that is not, or a send that fails, is skipped (logged). Answers the count sent.
+     */
+    notifyConversations(text: string): Promise<number>;
     services: ServiceRegistration[];
     workers: Worker[];
   }> {
@@ -121,6 +127,28 @@ export const channelsParts = {
       web,
       router,
       webHub,
+      async notifyConversations(text) {
+        const connected = new Set((await registry.list()).filter((c) => c.isConnected).map((c) => c.channelType));
+        const seen = await deps.db
+          .em()
+          .execute<{ channel_type: string; conversation_id: string }[]>(
+            `select "channel_type", "conversation_id" from "${CONVERSATION_TABLE}" order by "created_at"`,
+          );
+        let sent = 0;
+        for (const row of seen) {
+          if (!connected.has(row.channel_type)) continue;
+          try {
+            await registry.send(row.channel_type, row.conversation_id, text);
+            sent++;
+          } catch (error) {
+            deps.logger.warn(
+              { channelType: row.channel_type, err: error instanceof Error ? error.message : String(error) },
+              "a notice could not be sent to a conversation",
+            );
+          }
+        }
+        return sent;
+      },
       services: [defineService(ChannelService, channelService(registry))],
       workers: [
         {
