@@ -11,7 +11,7 @@ import type { EntityManager } from "@mikro-orm/core";
 import { currentIdentity } from "../../runtime/auth/identity.js";
 import { queryOn } from "../../runtime/outbox/sql.js";
 import { AUDIT_TABLE } from "./audit-table.js";
-import { type AuditLog, type AuditSeverity, auditSeverities } from "./types.js";
+import { type AuditEntry, type AuditLog, type AuditSeverity, auditSeverities } from "./types.js";
 
 export const DEFAULT_AUDIT_CAPACITY = 10_000;
 
@@ -83,6 +83,26 @@ delete from "${AUDIT_TABLE}" where "seq" in (
   select "seq" from "${AUDIT_TABLE}" where "seq" <= (select "seq" from added) - ? order by "seq" for update skip locked
 )`;
 
+/** The insert's values of one entry (the severity checked; who and which trace filled in when the writer did not say). */
+function rowOf(entry: AuditEntry): unknown[] {
+  const severity = auditSeverities.indexOf(entry.severity);
+  if (severity < 0) throw new Error(`unknown audit severity "${entry.severity}"`);
+  // The caller of the rpc being handled (anonymous outside one) and its active span.
+  const userId = entry.userId ?? currentIdentity().name;
+  const traceId = entry.traceId ?? activeTraceId();
+  return [
+    randomUUID(),
+    storable(userId),
+    storable(entry.sessionId),
+    storable(traceId),
+    storable(entry.action),
+    storable(entry.resource),
+    JSON.stringify(storableJson(entry.detail ?? {})),
+    severity,
+    storable(entry.policyResult),
+  ];
+}
+
 export function createAuditRing(options: AuditRingOptions): AuditRing {
   const { capacity } = options;
   if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`the audit capacity must be a whole number ≥ 1 (got ${capacity})`);
@@ -91,24 +111,27 @@ export function createAuditRing(options: AuditRingOptions): AuditRing {
     capacity,
 
     async record(em, entry) {
-      const severity = auditSeverities.indexOf(entry.severity);
-      if (severity < 0) throw new Error(`unknown audit severity "${entry.severity}"`);
-      // Who and which trace, when the writer did not say: the caller of the rpc being handled
-      // (anonymous outside one) and its active span.
-      const userId = entry.userId ?? currentIdentity().name;
-      const traceId = entry.traceId ?? activeTraceId();
-      await queryOn(em)(INSERT_AND_TRIM, [
-        randomUUID(),
-        storable(userId),
-        storable(entry.sessionId),
-        storable(traceId),
-        storable(entry.action),
-        storable(entry.resource),
-        JSON.stringify(storableJson(entry.detail ?? {})),
-        severity,
-        storable(entry.policyResult),
-        capacity,
-      ]);
+      await queryOn(em)(INSERT_AND_TRIM, [...rowOf(entry), capacity]);
+    },
+
+    async recordMany(em, entries) {
+      if (entries.length === 0) return;
+      // One statement per batch: the rows in order (their seq follows), then one trim of the older
+      // rows (the statement's own rows are not visible to its delete, so of a batch longer than the
+      // ring only its newest `capacity` entries are written: the others would be dropped at once).
+      const rows = entries.map(rowOf).slice(-capacity);
+      const values = rows.map(() => "(?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)").join(", ");
+      await queryOn(em)(
+        `with added as (
+  insert into "${AUDIT_TABLE}" ("event_id", "user_id", "session_id", "trace_id", "action", "resource", "detail", "severity", "policy_result")
+  values ${values}
+  returning "seq"
+)
+delete from "${AUDIT_TABLE}" where "seq" in (
+  select "seq" from "${AUDIT_TABLE}" where "seq" <= (select max("seq") from added) - ? order by "seq" for update skip locked
+)`,
+        [...rows.flat(), capacity],
+      );
     },
 
     async query(em, filter, limit, offset) {

@@ -314,6 +314,24 @@ test.serial("the ring keeps the newest `capacity` entries, dropping the oldest, 
   t.is(await physicalRows(), 5, "the next write trims whatever a concurrent writer left");
   t.is((await sendJson<Page>(`${url}/events?limit=1000`, "GET")).body.totalCount, 5);
   t.is((await sendJson<Page>(`${url}/events?limit=1`, "GET")).body.events[0]!.action, "after");
+
+  // A batch in one statement: its rows in order, the ring trimmed once to its capacity.
+  await small.recordMany!(
+    fresh.db!.em(),
+    Array.from({ length: 7 }, (_, i) => ({ action: `batch.${i}`, severity: "info" as const, detail: { i } })),
+  );
+  const batched = await small.query(fresh.db!.em(), {}, 1000, 0);
+  t.deepEqual(
+    batched.events.map((e) => e.action),
+    ["batch.6", "batch.5", "batch.4", "batch.3", "batch.2"],
+  );
+  t.deepEqual(batched.events[0]!.detail, { i: 6 });
+  t.is(await physicalRows(), 5);
+  await t.throwsAsync(small.recordMany!(fresh.db!.em(), [{ action: "x", severity: "loud" as never }]), {
+    message: /unknown audit severity/,
+  });
+  await small.recordMany!(fresh.db!.em(), []);
+  t.is(await physicalRows(), 5, "an empty batch writes nothing");
 });
 
 test.serial("entries are kept across a restart", async (t) => {

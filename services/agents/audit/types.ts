@@ -27,4 +27,6 @@ export interface AuditEntry {
 export interface AuditLog {
   /** Records the entry with the transaction of `em` (it is kept only if that transaction commits). */
   record(em: EntityManager, entry: AuditEntry): Promise<void>;
+  /** Records several entries, in order, with one statement where the log can (batched writers). */
+  recordMany?(em: EntityManager, entries: readonly AuditEntry[]): Promise<void>;
 }

@@ -1,5 +1,5 @@
 // The dispatcher's audit sink: entries are queued on the call path (never awaited there) and
-// written in batches, one transaction each, by a timer; `close` writes what is left (at shutdown).
+// written in batches, one transaction (and one statement, where the log can) each, by a timer; `close` writes what is left (at shutdown).
 // The caller's key Name and the active trace are taken when the entry is queued.
 import { isSpanContextValid, trace } from "@opentelemetry/api";
 import { currentIdentity } from "../../../runtime/auth/identity.js";
@@ -34,7 +34,8 @@ export function auditBuffer(options: {
       queue = queue.slice(batch.length);
       try {
         await options.uow.run(async (tx) => {
-          for (const entry of batch) await options.log.record(tx.em, entry);
+          if (options.log.recordMany) await options.log.recordMany(tx.em, batch);
+          else for (const entry of batch) await options.log.record(tx.em, entry);
         });
       } catch (error) {
         options.logger.error({ error: (error as Error).message, entries: batch.length }, "could not write tool audit entries");
