@@ -68,6 +68,8 @@ export interface FakeSlack {
   rateLimited: number[];
   /** Sends a message event to the newest open socket; answers its envelope id and ts. */
   push(message: SlackMessageInput): { envelopeId: string; ts: string };
+  /** Sends `text` as is on the newest open socket (malformed frames). */
+  sendRaw(text: string): void;
   /** The next chat.postMessage answers 429 with this Retry-After. */
   rateLimitNextPost(retryAfterSeconds: number): void;
   /** Sends `{ type: "disconnect", reason }` on every open socket. */
@@ -147,6 +149,11 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         }),
       );
       return { envelopeId, ts };
+    },
+    sendRaw(text) {
+      const target = [...live].filter(([s]) => s.open).at(-1);
+      if (!target) throw new Error("fake slack: no open socket to send on");
+      target[1].send(text);
     },
     rateLimitNextPost(seconds) {
       pendingRateLimit = seconds;

@@ -170,6 +170,27 @@ test("bot, own, non-text, subtype and redelivered messages are acked but not rec
   );
 });
 
+test("malformed frames are ignored: the socket and the adapter go on", async (t) => {
+  const { fake, adapter, received, changes } = await setUp(t);
+  await adapter.connect();
+  for (const frame of [
+    "null",
+    "42",
+    '"text"',
+    "not json",
+    "[]",
+    '{"type":"events_api"}',
+    '{"type":"events_api","payload":{"event":null}}',
+  ]) {
+    fake.sendRaw(frame);
+  }
+  fake.push({ channel: "C0250", user: "U0PERSON", text: "still here" });
+  await until(() => received.length === 1, "the message after the malformed frames");
+  t.is(received[0]!.text, "still here");
+  t.true(fake.sockets[0]!.open);
+  t.deepEqual(changes, []);
+});
+
 test("send: chat.postMessage with the bot token, split at 4000 in order with nothing added, every part in the thread", async (t) => {
   const { fake, adapter } = await setUp(t);
   await adapter.connect();

@@ -158,7 +158,12 @@ export const createSlackChannel: ChannelFactory<SlackSettings> = (settings, host
       throw new ChannelPlatformError("slack apps.connections.open: the answer has no socket URL", "refused");
     }
     socketUrls.add(url);
-    const ws = new WebSocket(url, { handshakeTimeout: HELLO_TIMEOUT_MS });
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(url, { handshakeTimeout: HELLO_TIMEOUT_MS });
+    } catch {
+      throw new ChannelPlatformError("slack apps.connections.open: the socket URL is not valid", "refused");
+    }
     let end: SessionEnd | undefined;
     let finish!: (end: SessionEnd) => void;
     const ended = new Promise<SessionEnd>((resolve) => {
@@ -188,9 +193,12 @@ export const createSlackChannel: ChannelFactory<SlackSettings> = (settings, host
       pinger.unref();
     };
 
-    ws.on("pong", () => {
+    // Slack pings too (ws answers those itself): any sign of the peer counts.
+    const heard = () => {
       alive = true;
-    });
+    };
+    ws.on("pong", heard);
+    ws.on("ping", heard);
     ws.on("message", (data) => {
       alive = true;
       let frame: { envelope_id?: unknown; type?: unknown; reason?: unknown; payload?: { event?: SlackMessageEvent } };
@@ -199,6 +207,7 @@ export const createSlackChannel: ChannelFactory<SlackSettings> = (settings, host
       } catch {
         return;
       }
+      if (typeof frame !== "object" || frame === null) return;
       if (typeof frame.envelope_id === "string") ws.send(JSON.stringify({ envelope_id: frame.envelope_id }));
       if (frame.type === "hello") {
         keepAlive();
