@@ -26,6 +26,7 @@ import { AgentsChannels0003, ChannelEntity, ChannelMessageEntity } from "./chann
 import { CONVERSATION_TABLE } from "../migrations/0009-channel-conversations.js";
 import { type ConversationRouter, type ConversationRouterDeps, createConversationRouter } from "./conversations.js";
 import { pendingChannel } from "./pending-adapters.js";
+import { createSlackChannel } from "./slack.js";
 import { createSignalChannel } from "./signal.js";
 import { createTelegramChannel } from "./telegram.js";
 import { createWebChannel, type WebChannel } from "./web-channel.js";
@@ -106,12 +107,7 @@ export const channelsParts = {
       web,
       outsideRequests(createTelegramChannel(settings.telegram, hostFor("telegram"))),
       outsideRequests(createSignalChannel(settings.signal, hostFor("signal"))),
-      pendingChannel(
-        "slack",
-        "Slack",
-        { "Channels:Slack:BotToken": settings.slack.botToken, "Channels:Slack:AppToken": settings.slack.appToken },
-        settings.slack.autoConnect,
-      ),
+      outsideRequests(createSlackChannel(settings.slack, hostFor("slack"))),
       pendingChannel("discord", "Discord", { "Channels:Discord:BotToken": settings.discord.botToken }, settings.discord.autoConnect),
     ];
     for (const adapter of all) {

@@ -350,6 +350,3 @@ export const createSlackChannel: ChannelFactory<SlackSettings> = (settings, host
     },
   };
 };
-
-/** The name the wiring brief uses. */
-export const createslackChannel = createSlackChannel;
