@@ -25,7 +25,7 @@ import { channelService } from "./channel-service.js";
 import { AgentsChannels0003, ChannelEntity, ChannelMessageEntity } from "./channel-table.js";
 import { CONVERSATION_TABLE } from "../migrations/0009-channel-conversations.js";
 import { type ConversationRouter, type ConversationRouterDeps, createConversationRouter } from "./conversations.js";
-import { pendingChannel } from "./pending-adapters.js";
+import { createDiscordChannel } from "./discord.js";
 import { createSlackChannel } from "./slack.js";
 import { createSignalChannel } from "./signal.js";
 import { createTelegramChannel } from "./telegram.js";
@@ -108,7 +108,7 @@ export const channelsParts = {
       outsideRequests(createTelegramChannel(settings.telegram, hostFor("telegram"))),
       outsideRequests(createSignalChannel(settings.signal, hostFor("signal"))),
       outsideRequests(createSlackChannel(settings.slack, hostFor("slack"))),
-      pendingChannel("discord", "Discord", { "Channels:Discord:BotToken": settings.discord.botToken }, settings.discord.autoConnect),
+      outsideRequests(createDiscordChannel(settings.discord, hostFor("discord"))),
     ];
     for (const adapter of all) {
       adapters.set(adapter.type, adapter);
