@@ -64,15 +64,19 @@ function captureTelemetry(t: ExecutionContext) {
 
 const setup = startAgentsMesh;
 
+// Agent events only: the stream also carries channel and update events (on a shared NATS server,
+// other suites' too), which these schemas do not read.
 const decode = (seen: BusMessage[]) =>
-  seen.map((m) => {
-    const schema = m.subject.endsWith("spawned")
-      ? AgentSpawnedSchema
-      : m.subject.endsWith("stopped")
-        ? AgentStoppedSchema
-        : AgentTurnCompletedSchema;
-    return { subject: m.subject, event: fromBinary(schema, m.data) as unknown as Record<string, unknown> };
-  });
+  seen
+    .filter((m) => m.subject.startsWith("agents.v1.agent."))
+    .map((m) => {
+      const schema = m.subject.endsWith("spawned")
+        ? AgentSpawnedSchema
+        : m.subject.endsWith("stopped")
+          ? AgentStoppedSchema
+          : AgentTurnCompletedSchema;
+      return { subject: m.subject, event: fromBinary(schema, m.data) as unknown as Record<string, unknown> };
+    });
 
 test.serial("providers, spawning (defaults, choices, refusals, the concurrency limit), get, list and stop", async (t) => {
   const backup = await startFakeOpenAi({ models: ["backup-model"] });
