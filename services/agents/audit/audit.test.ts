@@ -87,9 +87,16 @@ test.before(async () => {
     const before = new Date();
     await ring.record(mesh.db!.em(), entry);
     recordedAt.push({ before, after: new Date() });
+    // Each entry in a millisecond of its own, so from/until (millisecond timestamps) can tell them apart.
+    await nextMillisecond();
   }
 });
 test.after.always(() => mesh?.close());
+
+async function nextMillisecond(): Promise<void> {
+  const now = Date.now();
+  while (Date.now() <= now) await new Promise((resolve) => setImmediate(resolve));
+}
 
 const list = (query = "") => sendJson<Page>(`${api}/audit/events${query}`, "GET");
 const actionsOf = (page: Page) => page.events.map((e) => `${e.action}:${e.resource}`);

@@ -2,7 +2,9 @@
 // directory (pip --target, put on PYTHONPATH; npm --prefix, found by require/import from there),
 // from Tools:Runners:PipIndexUrl / NpmRegistry when set. Names are checked first (no options, paths
 // or URLs); a failed install is an Error and the code does not run.
+import { execFile } from "node:child_process";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { childEnv, runChild, timeoutOf } from "../process/runner.js";
 import { type ToolContext, ToolError } from "../tool.js";
 
@@ -14,6 +16,24 @@ export function checkPackages(kind: "python" | "node", packages: readonly string
   for (const name of packages) {
     if (typeof name !== "string" || !pattern.test(name)) throw new ToolError(`'${name}' is not a package name`);
   }
+}
+
+let interpreter: Promise<string> | undefined;
+
+/**
+ * The Python interpreter's own path (`sys.executable`), asked of `python3` once. pip runs through it
+ * rather than through `python3` on PATH: a version manager's shim (pyenv) runs a global "rehash"
+ * after every `-m pip install`, under a lock other installs wait up to 60 s for, although an
+ * install into a temporary directory adds no command to rehash.
+ */
+function pythonExecutable(ctx: ToolContext): Promise<string> {
+  interpreter ??= promisify(execFile)("python3", ["-c", "import sys; print(sys.executable)"], {
+    env: childEnv(ctx.settings),
+    timeout: 30_000,
+  })
+    .then(({ stdout }) => stdout.trim() || "python3")
+    .catch(() => "python3");
+  return interpreter;
 }
 
 /** Installs `packages` into `dir`; answers the variables the run needs to find them. */
@@ -30,7 +50,7 @@ export async function installPackages(
   const [file, args, env] =
     kind === "python"
       ? [
-          "python3",
+          await pythonExecutable(ctx),
           [
             "-m",
             "pip",

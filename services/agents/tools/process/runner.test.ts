@@ -1,6 +1,6 @@
 // The child-process runner: the jail's cwd, the environment filter, the output cap, the exit code,
 // and the kill of the whole process group on timeout and abort.
-import { readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import test from "ava";
 import { processGone } from "../../../../test/support/process-gone.js";
@@ -22,6 +22,18 @@ test("a command runs in the given directory with its exit code and output", asyn
   t.false(result.timedOut);
   t.false(result.truncated);
   t.true(result.durationMs >= 0);
+});
+
+test("a shell line never runs the user's ~/.bashrc, even with stdin piped (bash takes a socket for rshd)", async (t) => {
+  const ctx = await testToolContext();
+  const home = join(ctx.workspace.root, "home");
+  await mkdir(home);
+  await writeFile(join(home, ".bashrc"), "echo bashrc-ran\n");
+  const env = childEnv(ctx.settings, { HOME: home });
+  const piped = await runShell("echo line", { cwd: ctx.workspace.root, env, maxChars: 1000, interactive: true });
+  t.is(piped.output, "line\n");
+  const withInput = await runShell("cat", { cwd: ctx.workspace.root, env, maxChars: 1000, input: "given\n" });
+  t.is(withInput.output, "given\n");
 });
 
 test("the environment holds only the base variables, PassEnv and the caller's own", async (t) => {

@@ -179,9 +179,19 @@ export async function runChild(
   }
 }
 
+/**
+ * bash's arguments for a shell line. `--norc`: bash runs ~/.bashrc for `-c` when its stdin is a
+ * socket (it takes the caller for rshd), and a child's piped stdin is a socket pair; a tool's line
+ * must not run the host user's startup files (a version manager's init there can stall it for a
+ * minute).
+ */
+export function bashArgs(command: string): string[] {
+  return ["--norc", "-c", command];
+}
+
 /** A shell line through bash (the shell rules are checked by the caller first). */
 export function runShell(command: string, options: SpawnOptions & { signal?: AbortSignal }): Promise<RunResult> {
-  return runChild("bash", ["-c", command], options);
+  return runChild("bash", bashArgs(command), options);
 }
 
 /** The timeout of a call: the envelope's timeoutMs, else the tool's own seconds. */

@@ -3,7 +3,7 @@
 // exec keeps a session when the command outlives yieldMs (or runs in the background); process
 // lists, polls, reads, writes to, kills and removes those sessions.
 import { type ToolContext, ToolError, type ToolSpec } from "../tool.js";
-import { Child, childEnv, runShell, timeoutOf } from "../process/runner.js";
+import { bashArgs, Child, childEnv, runShell, timeoutOf } from "../process/runner.js";
 import { checkShellLine, shellRulesOf } from "./rules.js";
 import { addSession, dropSession, type ExecSession, recordOf, sessionOf, sessionsOf } from "./sessions.js";
 
@@ -96,7 +96,7 @@ const exec: ToolSpec = {
       timeoutMs,
       interactive: true,
     };
-    const child = pty ? new Child("script", ["-qfec", command, "/dev/null"], options) : new Child("bash", ["-c", command], options);
+    const child = pty ? new Child("script", ["-qfec", command, "/dev/null"], options) : new Child("bash", bashArgs(command), options);
     const session = addSession(ownerOf(ctx), command, child);
     const yieldMs = args.background === true ? 0 : ((args.yieldMs as number | undefined) ?? 250);
     await waitFor(session, yieldMs, ctx.signal);
