@@ -1,5 +1,6 @@
-// The mesh's configuration: the runtime's settings and every registered module's, loaded together
-// so an unknown or renamed key is caught whichever module it belongs to.
+// The mesh's configuration: the runtime's settings and every registered module's (from
+// settings-registry.ts, without the modules' code), loaded together so an unknown or renamed key is
+// caught whichever module it belongs to.
 import {
   collectLeaves,
   type LoadConfigOptions,
@@ -13,8 +14,7 @@ import {
   type SettingLeaf,
   type SettingsSchema,
 } from "./runtime/config/index.js";
-import type { ServiceModule } from "./runtime/module/index.js";
-import { modules as registered } from "./registry.js";
+import { type ModuleSettings, moduleSettings as registered } from "./settings-registry.js";
 
 export interface MeshConfig extends LoadedConfig {
   runtime: RuntimeSettings;
@@ -22,13 +22,13 @@ export interface MeshConfig extends LoadedConfig {
   load(): MeshConfig;
 }
 
-function schemasOf(modules: readonly ServiceModule[]): SettingsSchema[] {
+function schemasOf(modules: readonly ModuleSettings[]): SettingsSchema[] {
   return [runtimeSettings, ...modules.map((m) => m.settings)];
 }
 
 export function loadMeshConfig(
   options: Omit<LoadConfigOptions, "schemas" | "renamed"> = {},
-  modules: readonly ServiceModule[] = registered,
+  modules: readonly ModuleSettings[] = registered,
 ): MeshConfig {
   const renamed = Object.assign({}, renamedRuntimeSettings, ...modules.map((m) => m.renamedSettings ?? {}));
   const loaded = loadConfig({ ...options, schemas: schemasOf(modules), renamed });
@@ -36,15 +36,15 @@ export function loadMeshConfig(
 }
 
 /** The README's configuration table: `npm run settings-table`. */
-export function settingsMarkdown(modules: readonly ServiceModule[] = registered): string {
+export function settingsMarkdown(modules: readonly ModuleSettings[] = registered): string {
   return renderSettingsMarkdown(schemasOf(modules));
 }
 
-export function settingsText(modules: readonly ServiceModule[] = registered): string {
+export function settingsText(modules: readonly ModuleSettings[] = registered): string {
   return renderSettingsText(schemasOf(modules));
 }
 
 /** Every setting the mesh knows, the runtime's first, with its documented key and metadata. */
-export function meshSettings(modules: readonly ServiceModule[] = registered): SettingLeaf[] {
+export function meshSettings(modules: readonly ModuleSettings[] = registered): SettingLeaf[] {
   return collectLeaves(schemasOf(modules));
 }

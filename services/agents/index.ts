@@ -5,14 +5,13 @@
 // providers, the audit ring, chat channels and health; agents, sessions, turns and tool calls live
 // in the mesh database, so every instance sees the same ones, and events go through the outbox to
 // the stream AGENTS.
-import { z } from "zod";
 import { AgentService } from "../../gen/agents/v1/agent_pb.js";
 import { GatewayEventService } from "../../gen/agents/v1/event_stream_pb.js";
 import { HealthService } from "../../gen/agents/v1/health_pb.js";
 import { ProviderService } from "../../gen/agents/v1/provider_pb.js";
 import { SessionService } from "../../gen/agents/v1/session_pb.js";
 import { ErrorStyle, JsonNaming } from "../../gen/meshwork/api/v1/options_pb.js";
-import { ConfigError, type SettingsOf, setting } from "../runtime/config/index.js";
+import { ConfigError } from "../runtime/config/index.js";
 import { redactUrl } from "../runtime/database/index.js";
 import { defineService } from "../runtime/host/index.js";
 import { mcpRoute } from "./mcp/mcp-server.js";
@@ -37,35 +36,16 @@ import { AgentsCore0001 } from "./migrations/0001-core.js";
 import { jobsParts } from "./tools/jobs/index.js";
 import { memoryTasksParts } from "./tools/memory/module-parts.js";
 import { SessionEntity, ToolCallEntity, TurnEntity } from "./sessions/entities.js";
-import { agentsAuth, agentsFrontInterceptors, agentsFrontMigrations, agentsFrontPolicy, gatewayFrontSettings } from "./front-settings.js";
+import { agentsAuth, agentsFrontInterceptors, agentsFrontMigrations, agentsFrontPolicy } from "./front-settings.js";
 import { type AgentHealth, agentHealthService, createAgentHealth } from "./health/index.js";
 import { gatewayVersion } from "./health/health-service.js";
 import { secretValuesOf } from "./tools/environment/index.js";
 import { toolsParts } from "./tools/module-parts.js";
 import { sessionService } from "./sessions/session-service.js";
 import { type AgentTelemetry, createAgentTelemetry } from "./telemetry/agent-telemetry.js";
-import { gatewayTelemetrySettings } from "./telemetry/telemetry-settings.js";
-import { agentsCoreSections, gatewayAgentsSettings } from "./settings.js";
+import { type AgentsSettings, agentsRenamedSettings, agentsSettings } from "./module-settings.js";
 
-export const agentsSettings = z.object({
-  services: z.object({
-    agents: z.object({
-      address: setting.url({
-        protocols: ["http:"],
-        default: "http://127.0.0.1:9090",
-        description: "Where a gateway-only process reaches the agent gateway service (gRPC over HTTP/2).",
-      }),
-    }),
-  }),
-  gateway: z.object({
-    ...gatewayFrontSettings,
-    agents: gatewayAgentsSettings,
-    telemetry: gatewayTelemetrySettings,
-  }),
-  ...agentsCoreSections,
-});
-
-export type AgentsSettings = SettingsOf<typeof agentsSettings>;
+export { type AgentsSettings, agentsSettings };
 
 export { agentsStream };
 
@@ -87,7 +67,7 @@ export const agentsModule = defineModule({
   name: "agents",
   title: "agent gateway",
   settings: agentsSettings,
-  renamedSettings: { "Gateway:Agents:Port": "Gateway:Server:Port" },
+  renamedSettings: agentsRenamedSettings,
   services: [
     AgentService,
     SessionService,

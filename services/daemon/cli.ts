@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { expandDataDir } from "../agents/credentials/index.js";
 import { loadMeshConfig } from "../mesh-config.js";
-import { type AgentsSettings, agentsSettings } from "../agents/index.js";
+import { type AgentsSettings, agentsSettings } from "../agents/module-settings.js";
 import { ConfigError } from "../runtime/config/index.js";
 import { applyUpdate } from "./apply-update.js";
 import { type ControlSocket, callDaemon, queryDaemon, serveControlSocket } from "./control-socket.js";

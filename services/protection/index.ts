@@ -47,7 +47,7 @@ import { loadTokenSealKey } from "./organization-tokens.js";
 import { reviewQueueService } from "./review-queue.js";
 import { createPasswordHasher } from "./passwords/password-hasher.js";
 import { applyConfiguredRoles, setRoleCommand } from "./roles.js";
-import { type ProtectionSettings, protectionSettings } from "./settings.js";
+import { type ProtectionSettings, protectionRenamedSettings, protectionSettings } from "./settings.js";
 import { AppSignatureEntity, BlocklistEntryEntity } from "./store/blocklist.js";
 import { AccountEntity, LoginLockEntity, RefreshTokenEntity, RevokedFamilyEntity, SigningKeyEntity } from "./store/entities.js";
 import { ProtectionIdentity0001 } from "./store/migrations/0001-identity.js";
@@ -101,7 +101,7 @@ export const protectionModule = defineModule({
   name: "protection",
   title: "device protection",
   settings: protectionSettings,
-  renamedSettings: { "Gateway:Protection:Port": "Fronts:Protection:Port" },
+  renamedSettings: protectionRenamedSettings,
   services: [
     HealthService,
     AuthService,

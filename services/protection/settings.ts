@@ -3,7 +3,7 @@
 // README's table is generated from these.
 import { z } from "zod";
 import { setting } from "../runtime/config/index.js";
-import { smtpSettings } from "../runtime/mail/index.js";
+import { smtpSettings } from "../runtime/mail/mail-settings.js";
 
 /** Platform roles, lowest first: user < authority < admin. */
 export const protectionRoles = ["user", "authority", "admin"] as const;
@@ -275,3 +275,6 @@ export function emailList(value: string | undefined): Set<string> {
       .filter(Boolean),
   );
 }
+
+/** Keys of earlier releases, still read, with a warning naming their new key. */
+export const protectionRenamedSettings = { "Gateway:Protection:Port": "Fronts:Protection:Port" };

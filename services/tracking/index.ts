@@ -10,7 +10,7 @@ import { ErrorStyle, JsonNaming } from "../../gen/meshwork/api/v1/options_pb.js"
 import { createApiKeyStore } from "../runtime/auth/index.js";
 import { defineService } from "../runtime/host/index.js";
 import { defineModule } from "../runtime/module/index.js";
-import { trackingRoles, trackingSettings } from "./settings.js";
+import { trackingRenamedSettings, trackingRoles, trackingSettings } from "./settings.js";
 import { assetService } from "./asset-service.js";
 import { breachService } from "./breach-service.js";
 import { deviceService } from "./device-service.js";
@@ -46,7 +46,7 @@ export const trackingModule = defineModule({
   name: "tracking",
   title: "tracking",
   settings: trackingSettings,
-  renamedSettings: { "Gateway:Tracking:Port": "Fronts:Tracking:Port" },
+  renamedSettings: trackingRenamedSettings,
   services: [
     SystemService,
     AssetService,

@@ -118,3 +118,6 @@ export const trackingSettings = z.object({
 
 export type TrackingSettings = z.output<typeof trackingSettings>;
 export type WebhookEndpointConfig = TrackingSettings["webhooks"]["endpoints"][number];
+
+/** Keys of earlier releases, still read, with a warning naming their new key. */
+export const trackingRenamedSettings = { "Gateway:Tracking:Port": "Fronts:Tracking:Port" };

@@ -40,6 +40,8 @@ export interface FakeTelegram {
   /** getUpdates requests received (answered or still held). */
   pollsStarted: number;
   sent: SentTelegramMessage[];
+  /** Called with each message sendMessage accepted (a benchmark's signal), after it is in `sent`. */
+  onSent?: (message: SentTelegramMessage) => void;
   /** 429 answers given to sendMessage, with when. */
   rateLimited: { at: number; retryAfter: number }[];
   /** The next sendMessage answers 429 with this retry_after. */
@@ -173,13 +175,15 @@ export async function startFakeTelegram(token = "123456:TEST-fake-bot-token-abcd
           if (params.text.length > 4096) return refuse(res, 400, "Bad Request: message is too long");
           if (params.chat_id === undefined) return refuse(res, 400, "Bad Request: chat not found");
           const message_id = nextMessageId++;
-          fake.sent.push({
+          const sent: SentTelegramMessage = {
             chat_id: params.chat_id as string | number,
             text: params.text,
             reply_parameters: params.reply_parameters as { message_id: number } | undefined,
             message_id,
             at: Date.now(),
-          });
+          };
+          fake.sent.push(sent);
+          fake.onSent?.(sent);
           return answer(res, 200, {
             ok: true,
             result: { message_id, date: Math.floor(Date.now() / 1000), chat: { id: params.chat_id }, text: params.text },
