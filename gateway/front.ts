@@ -1,30 +1,20 @@
 // A REST front: one HTTP server exposing a set of services on its own port, with explicit limits
 // on how long a client may take to send a request and how many connections it may hold, so slow
 // or oversized requests cost a socket for seconds, not minutes.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { FrontRoute } from "../services/runtime/module/index.js";
 import { answerClientError } from "./http/client-error.js";
 import { createGatewayHandler, DEFAULT_BODY_LIMIT_BYTES, DEFAULT_SSE_KEEP_ALIVE_SECONDS, type GatewayHandlerOptions } from "./handler.js";
 import { createHubServer } from "./hubs/index.js";
 import { frontStyleOf } from "./style.js";
 
+export type { FrontRoute };
+
 export const DEFAULT_HEADERS_TIMEOUT_SECONDS = 10;
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
-
-/**
- * A protocol of its own served at one path of the front (an MCP endpoint, say), declared by a
- * module: the front hands it every request for that exact path (any method, any query) and
- * translates nothing. It reaches its service through the same transport as the REST routes.
- */
-export interface FrontRoute {
-  /** The exact path, e.g. "/mcp". */
-  readonly path: string;
-  handle(req: IncomingMessage, res: ServerResponse): void;
-  /** Ends its open exchanges when the front closes. */
-  close?(): Promise<void> | void;
-}
 
 export interface FrontOptions extends GatewayHandlerOptions {
   /** Shown in logs. */

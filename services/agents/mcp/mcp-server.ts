@@ -30,6 +30,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import { ToolService } from "../../../gen/agents/v1/tool_pb.js";
+import { normalizeAddress } from "../../runtime/host/index.js";
 import type { FrontRoute } from "../../runtime/module/index.js";
 
 export const MCP_PATH = "/mcp";
@@ -273,9 +274,7 @@ function keyDigestOf(headers: IncomingMessage["headers"]): Buffer {
 }
 
 function clientAddressOf(req: IncomingMessage): string {
-  const address = req.socket.remoteAddress ?? "unknown";
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return mapped ? mapped[1]! : address.toLowerCase();
+  return normalizeAddress(req.socket.remoteAddress);
 }
 
 function refusalOf(error: unknown): { status: number; message: string } | undefined {

@@ -33,7 +33,7 @@ export {
   requestContext,
   type RequestContext,
 } from "./request-context.js";
-export { CLIENT_ADDRESS_HEADER, clientAddressOf } from "./client-address.js";
+export { CLIENT_ADDRESS_HEADER, clientAddressOf, normalizeAddress } from "./client-address.js";
 export {
   DEFAULT_SERVICE_PORT,
   startServiceHost,

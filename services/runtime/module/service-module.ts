@@ -60,7 +60,11 @@ export interface FrontRouteDeps<Settings> {
   logger: Logger;
 }
 
-/** A path of a front served by a protocol of its own (the gateway's FrontRoute). */
+/**
+ * A protocol of its own served at one path of a front (an MCP endpoint, say), declared by a module:
+ * the front hands it every request for that exact path (any method, any query) and translates
+ * nothing. It reaches its service through the same transport as the REST routes.
+ */
 export interface FrontRoute {
   /** The exact path, e.g. "/mcp". */
   readonly path: string;
