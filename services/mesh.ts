@@ -11,11 +11,14 @@ import { type ConfigWatch, ConfigError, leavesOf, redactUrl, runtimeSettings, wa
 import { type Database, openDatabase } from "./runtime/database/index.js";
 import {
   buildRoutes,
+  createBalancedTransport,
   createDirectTransport,
+  DEFAULT_SKIP_MS,
   createGrpcClientTransport,
   errorInterceptor,
   requestContextInterceptor,
   type ServiceRegistration,
+  splitAddresses,
   startServiceHost,
 } from "./runtime/host/index.js";
 import { isProtected, type ModuleAuth, type ServiceModule } from "./runtime/module/index.js";
@@ -98,10 +101,17 @@ export async function startMesh({ config, logger, mode, modules: hosted }: MeshO
     let mesh: Omit<Mesh, "fronts" | "close"> = { drainOutbox: async () => {} };
 
     if (mode.kind === "gateway") {
+      // Services:<Name>:Address lists one or more service hosts: calls are balanced over them, and
+      // one refusing connections is skipped for a while (balanced-transport.ts).
       transports = (module) =>
-        createGrpcClientTransport({
-          baseUrl: module.address(settingsOf(module)),
-          interceptors: [clientTracingInterceptor()],
+        createBalancedTransport({
+          addresses: splitAddresses(module.address(settingsOf(module))),
+          transportFor: (baseUrl) => createGrpcClientTransport({ baseUrl, interceptors: [clientTracingInterceptor()] }),
+          onSkip: (address) =>
+            logger.warn(
+              { service: module.name, address, skipSeconds: DEFAULT_SKIP_MS / 1000 },
+              "a service address refused the connection; calls go to the others for a while",
+            ),
         });
     } else {
       const db = await openDatabase({

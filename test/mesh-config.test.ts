@@ -84,6 +84,31 @@ test("NATS_URL may list several servers; each must be a NATS URL", (t) => {
   t.throws(() => loadConfig({ env: { NATS_URL: "nats://a:4222,http://b" }, cwd: dirWith({}) }), { message: /comma-separated URLs/ });
 });
 
+test("Services:<Name>:Address takes a comma-separated list; a bad item names the setting and the item", (t) => {
+  const config = loadConfig({
+    env: {},
+    cwd: dirWith({}),
+    flags: ["--Services:Tracking:Address=http://10.0.0.1:9090, http://10.0.0.2:9090"],
+  });
+  t.is(config.services.tracking.address, "http://10.0.0.1:9090, http://10.0.0.2:9090");
+  for (const [value, item] of [
+    ["http://a:9090,https://b:9090", /item 2 of 2, 'https:\/\/b:9090'/],
+    ["http://a:9090,,http://b:9090", /item 2 of 3, ''/],
+    ["http://a:9090,", /item 2 of 2/],
+  ] as const) {
+    const err = t.throws(() => loadConfig({ env: {}, cwd: dirWith({}), flags: [`--Services:Protection:Address=${value}`] }), {
+      instanceOf: ConfigError,
+    });
+    t.regex(err!.message, /Invalid setting Services:Protection:Address/);
+    t.regex(err!.message, /comma-separated URLs starting with http:\/\//);
+    t.regex(err!.message, item);
+  }
+  // A secret list names the bad item's place, never its text.
+  const nats = t.throws(() => loadConfig({ env: { NATS_URL: "nats://a:4222,http://u:pw@b" }, cwd: dirWith({}) }));
+  t.regex(nats!.message, /item 2 of 2 is not one/);
+  t.false(nats!.message.includes("pw"));
+});
+
 test("a bad value stops with a message naming the setting and its source", (t) => {
   const err = t.throws(() => loadConfig({ env: { Fronts__Tracking__Port: "eighty" }, cwd: dirWith({}) }), { instanceOf: ConfigError });
   t.regex(err!.message, /Fronts:Tracking:Port/);

@@ -13,8 +13,10 @@ export const agentsSettings = z.object({
     agents: z.object({
       address: setting.url({
         protocols: ["http:"],
+        list: true,
         default: "http://127.0.0.1:9090",
-        description: "Where a gateway-only process reaches the agent gateway service (gRPC over HTTP/2).",
+        description:
+          "Where a gateway-only process reaches the agent gateway service (gRPC over HTTP/2); comma-separated for several instances: calls are balanced over them, and one refusing connections is skipped for 5 s.",
       }),
     }),
   }),

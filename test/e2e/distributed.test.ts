@@ -1,6 +1,9 @@
 // Distributed mode: the tracking service in one mesh, a gateway-only mesh calling it through
-// gRPC over HTTP/2 — the same REST behaviour as the in-process path.
+// gRPC over HTTP/2 — the same REST behaviour as the in-process path; and every registered service
+// served alone (`meshwork serve <service>`) behind a gateway. Several processes per service:
+// distributed-processes.test.ts.
 import test from "ava";
+import { modules } from "../../services/registry.js";
 import { startTestMesh } from "../support/start-mesh.js";
 
 test("a gateway-only process serves /api/assets from a separate tracking service over gRPC", async (t) => {
@@ -39,3 +42,20 @@ test("a gateway whose service is down answers 503 with Retry-After, not 500", as
   t.is(res.status, 503);
   t.is(res.headers.get("retry-after"), "7");
 });
+
+// A health answer of each service's front, which its service gives (through the gRPC hop).
+const healthPaths: Readonly<Record<string, string>> = { tracking: "/api/health", protection: "/health", agents: "/health" };
+
+for (const module of modules) {
+  test(`meshwork serve ${module.name}: the service alone on its host, reached by a gateway`, async (t) => {
+    const service = await startTestMesh({ mode: { kind: "service", name: module.name } });
+    t.teardown(() => service.close());
+    const setting = `Services:${module.name[0]!.toUpperCase()}${module.name.slice(1)}:Address`;
+    const gateway = await startTestMesh({ mode: { kind: "gateway" }, flags: [`--${setting}=${service.serviceUrl}`] });
+    t.teardown(() => gateway.close());
+    const path = healthPaths[module.name];
+    if (path === undefined) return t.fail(`no health path known for the service ${module.name}: add one above`);
+    const res = await fetch(`${gateway.frontUrl(module.front.name)}${path}`);
+    t.is(res.status, 200, await res.text());
+  });
+}

@@ -187,13 +187,16 @@ export const setting = {
   /** A URL with one of `protocols`; `list` accepts several, comma-separated. */
   url<O extends Common<string> & { protocols: readonly string[]; list?: boolean }>(options: O) {
     const expected = `${options.list ? "comma-separated URLs" : "a URL"} starting with ${options.protocols.join(" or ")}//`;
-    const inner = z.string({ error: expected }).refine(
-      (value) => {
-        const parts = options.list ? value.split(",").map((v) => v.trim()) : [value];
-        return parts.length > 0 && parts.every((part) => options.protocols.includes(parseUrl(part)?.protocol ?? ""));
-      },
-      { error: expected },
-    );
+    const inner = z.string({ error: expected }).superRefine((value, ctx) => {
+      const parts = options.list ? value.split(",").map((v) => v.trim()) : [value];
+      const bad = parts.findIndex((part) => !options.protocols.includes(parseUrl(part)?.protocol ?? ""));
+      if (bad === -1) return;
+      // In a list, which item is wrong (an empty one too: `a,,b`, a trailing comma).
+      // A secret list (NATS URLs with passwords) is not quoted, only counted.
+      const quoted = options.secret ? "" : `, '${parts[bad]}',`;
+      const which = parts.length > 1 ? ` (item ${bad + 1} of ${parts.length}${quoted} is not one)` : "";
+      ctx.addIssue({ code: "custom", message: `${expected}${which}` });
+    });
     return finish(inner, options, expected);
   },
 

@@ -14,7 +14,7 @@ import { ObservationService } from "../../../gen/tracking/v1/observation_pb.js";
 import { LibraryService } from "../../../test/gen/meshwork/testing/v1/transcoding_pb.js";
 import { memoryLogger } from "../../../test/support/host-fixtures.js";
 import { until } from "../../../test/support/until.js";
-import { buildRoutes, createGrpcClientTransport, definePartialService, type ServiceHost, startServiceHost } from "./index.js";
+import { buildRoutes, createGrpcClientTransport, definePartialService, neverSent, type ServiceHost, startServiceHost } from "./index.js";
 
 let host: ServiceHost;
 let url: string;
@@ -103,6 +103,7 @@ test("unary error: code, exact message, details and metadata (the error's and th
   t.is(error.metadata.get("x-error-meta"), "m");
   t.is(error.metadata.get("x-book-header"), "h");
   t.is(error.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field, "name");
+  t.false(neverSent(error), "an answer of the service's was sent");
 });
 
 test("a deadline ends the call on both sides: DeadlineExceeded here, the handler's signal aborted there", async (t) => {
@@ -217,6 +218,7 @@ test("a service that is not there: Unavailable, and the next call dials again", 
   const client = createClient(LibraryService, createGrpcClientTransport({ baseUrl: `http://127.0.0.1:${port}` }));
   const error = await t.throwsAsync(client.getBook({ name: "x" }), { instanceOf: ConnectError });
   t.is(error.code, Code.Unavailable);
+  t.true(neverSent(error), "a refused connection sent nothing: another address may take the call");
   // The same transport reaches a host that comes up on that port afterwards.
   const again = await startServiceHost({
     host: "127.0.0.1",

@@ -10,7 +10,9 @@
 // call, response headers and trailers, ConnectErrors with code, message, details and metadata;
 // the deadline travels as grpc-timeout and also ends the call here; an aborted signal resets the
 // stream (the service sees the cancellation). A connection that cannot be made, or breaks, is
-// Unavailable; the next call dials again.
+// Unavailable; the next call dials again. When the connection could not be made at all (refused,
+// unreachable), no byte of the call left this process: the error says so (`neverSent`), and a
+// caller with another address may safely send the call there (balanced-transport.ts).
 import http2 from "node:http2";
 import net from "node:net";
 import { create, type DescMessage, type DescMethod, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
@@ -39,6 +41,16 @@ type AnyFn = Parameters<Interceptor>[0];
 type AnyRequest = Parameters<AnyFn>[0];
 
 const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
+
+/** The cause of an Unavailable error whose call never left: no connection could be made. */
+export class ConnectionFailed extends Error {
+  override name = "ConnectionFailed";
+}
+
+/** Whether `error` is a call that failed before any of its bytes were sent (the connection was refused). */
+export function neverSent(error: unknown): boolean {
+  return error instanceof ConnectError && error.code === Code.Unavailable && error.cause instanceof ConnectionFailed;
+}
 
 export function createGrpcClientTransport(options: GrpcClientTransportOptions): Transport {
   const url = new URL(options.baseUrl);
@@ -100,6 +112,8 @@ function request(
 class SessionPool {
   #session: http2.ClientHttp2Session | undefined;
   readonly #calls = new Map<http2.ClientHttp2Session, number>();
+  /** Sessions whose connection was made: a call on one of the others sent nothing. */
+  readonly #connected = new WeakSet<http2.ClientHttp2Session>();
 
   constructor(private readonly url: URL) {}
 
@@ -116,6 +130,7 @@ class SessionPool {
     session.on("error", () => {
       // Each open call sees its stream fail; the next call dials again.
     });
+    session.once("connect", () => this.#connected.add(session));
     session.once("close", () => {
       if (this.#session === session) this.#session = undefined;
     });
@@ -124,6 +139,10 @@ class SessionPool {
     });
     this.#session = session;
     return session;
+  }
+
+  connected(session: http2.ClientHttp2Session): boolean {
+    return this.#connected.has(session);
   }
 
   /** A call is in flight on the session: the process waits for it, as it would for any request. */
@@ -146,6 +165,8 @@ class SessionPool {
 
 class ClientCall {
   #stream: http2.ClientHttp2Stream | undefined;
+  #sessions: SessionPool | undefined;
+  #session: http2.ClientHttp2Session | undefined;
   #timer: NodeJS.Timeout | undefined;
   #settled = false;
   #status = 0;
@@ -192,10 +213,20 @@ class ClientCall {
       session = sessions.get();
       stream = session.request(headers);
     } catch (error) {
-      this.#fail(new ConnectError(`cannot reach ${req.url}: ${String(error)}`, Code.Unavailable));
+      this.#fail(
+        new ConnectError(
+          `cannot reach ${req.url}: ${String(error)}`,
+          Code.Unavailable,
+          undefined,
+          undefined,
+          new ConnectionFailed(String(error)),
+        ),
+      );
       return;
     }
     this.#stream = stream;
+    this.#sessions = sessions;
+    this.#session = session;
     sessions.hold(session);
     stream.once("close", () => sessions.letGo(session));
     stream.on("response", (responseHeaders) => this.#onResponse(responseHeaders));
@@ -271,8 +302,17 @@ class ClientCall {
     if (this.#settled && this.#ended !== undefined) return;
     const statusSource = this.#trailer.has("grpc-status") ? this.#trailer : this.#header;
     let error: ConnectError | undefined;
-    if (this.#status === 0) error = new ConnectError(`cannot reach the service at ${this.req.url}`, Code.Unavailable);
-    else {
+    if (this.#status === 0) {
+      // Requests wait in the session until it connects: on one that never did, nothing was sent.
+      const neverConnected = this.#session !== undefined && this.#sessions?.connected(this.#session) === false;
+      error = new ConnectError(
+        `cannot reach the service at ${this.req.url}`,
+        Code.Unavailable,
+        undefined,
+        undefined,
+        neverConnected ? new ConnectionFailed("no connection could be made") : undefined,
+      );
+    } else {
       const merged = new Headers(statusSource);
       error = errorFromTrailers(merged, this.#status);
       if (error === undefined && this.#reader.partial)

@@ -10,7 +10,13 @@ export {
   type DirectTransportOptions,
   type DirectTransportSource,
 } from "./direct-transport.js";
-export { createGrpcClientTransport, type GrpcClientTransportOptions } from "./grpc-client-transport.js";
+export { createGrpcClientTransport, type GrpcClientTransportOptions, neverSent } from "./grpc-client-transport.js";
+export {
+  type BalancedTransportOptions,
+  createBalancedTransport,
+  DEFAULT_SKIP_MS,
+  splitAddresses,
+} from "./balanced-transport.js";
 export {
   createHealthRegistry,
   type HealthRegistry,

@@ -147,7 +147,7 @@ export interface ServiceModule<S extends SettingsSchema = SettingsSchema> {
   /** The JetStream streams its events travel on (subjects are stated on the event messages). */
   streams: readonly StreamDefinition[];
   front: FrontDeclaration<SettingsOf<S>>;
-  /** Where a gateway-only process reaches the services (gRPC over HTTP/2). */
+  /** Where a gateway-only process reaches the services (gRPC over HTTP/2): one address or several, comma-separated. */
   address(settings: SettingsOf<S>): string;
   /**
    * The credentials its callers may present. Built before anything opens, so a bad key stops
