@@ -47,6 +47,16 @@ export interface McpServerOptions {
   trustClientConfirmation(): boolean;
   /** Sent to clients in the initialize answer. */
   version: string;
+  /** The session limits (tests shrink them); MAX_SESSIONS, SESSION_IDLE_MS and a sweep a minute by default. */
+  limits?: Partial<McpLimits>;
+}
+
+export interface McpLimits {
+  maxSessions: number;
+  sessionIdleMs: number;
+  /** How often idle sessions are looked for. */
+  sweepIntervalMs: number;
+  now(): number;
 }
 
 interface Session {
@@ -62,17 +72,24 @@ interface Session {
 /** The /mcp route of the agent front. */
 export function mcpRoute(options: McpServerOptions): FrontRoute {
   const tools = createClient(ToolService, options.transport);
+  const limits: McpLimits = {
+    maxSessions: MAX_SESSIONS,
+    sessionIdleMs: SESSION_IDLE_MS,
+    sweepIntervalMs: 60_000,
+    now: Date.now,
+    ...options.limits,
+  };
   const sessions = new Map<string, Session>();
   const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const session of sessions.values()) if (now - session.lastSeen > SESSION_IDLE_MS) void session.transport.close();
-  }, 60_000);
+    const now = limits.now();
+    for (const session of sessions.values()) if (now - session.lastSeen > limits.sessionIdleMs) void session.transport.close();
+  }, limits.sweepIntervalMs);
   sweep.unref();
 
   const open = async (req: IncomingMessage, res: ServerResponse, body: unknown) => {
-    if (sessions.size >= MAX_SESSIONS) {
+    if (sessions.size >= limits.maxSessions) {
       res.setHeader("Retry-After", String(RETRY_AFTER_SECONDS));
-      return jsonRpcError(res, 503, -32000, `too many MCP sessions (${MAX_SESSIONS}); retry later`);
+      return jsonRpcError(res, 503, -32000, `too many MCP sessions (${limits.maxSessions}); retry later`);
     }
     // The key must list tools (User) before a session exists.
     try {
@@ -101,7 +118,7 @@ export function mcpRoute(options: McpServerOptions): FrontRoute {
       server,
       keyDigest: keyDigestOf(req.headers),
       clientAddress: clientAddressOf(req),
-      lastSeen: Date.now(),
+      lastSeen: limits.now(),
     };
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
@@ -127,7 +144,7 @@ export function mcpRoute(options: McpServerOptions): FrontRoute {
     if (!session) return jsonRpcError(res, 404, -32001, "unknown or closed MCP session: open a new one with initialize");
     if (!timingSafeEqual(keyDigestOf(req.headers), session.keyDigest))
       return jsonRpcError(res, 401, -32001, "the session was opened with another API key");
-    session.lastSeen = Date.now();
+    session.lastSeen = limits.now();
     session.clientAddress = clientAddressOf(req);
     await session.transport.handleRequest(req, res);
   };
