@@ -113,6 +113,7 @@ export async function runModuleTask(options: {
   task: ModuleTask;
   options: Readonly<Record<string, string>>;
 }): Promise<number> {
+  options.task.check?.(options.options, options.config.get(options.module.settings));
   const backends = await openBackends(options.config, options.logger, [options.module]);
   try {
     return await options.task.run(options.options, backends.depsOf(options.module));

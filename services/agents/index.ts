@@ -162,6 +162,7 @@ export const agentsModule = defineModule({
       usage: "--agent <name> --workflow <file>",
       description:
         "runs a workflow's steps in one session of the agent AgentGateway:Agents:<name>, prints a JSON report; exit 0 when every step passed, 1 otherwise",
+      check: (options, settings) => void checkWorkflowTask(options, settings),
       run: workflowTask,
     },
   ],
@@ -178,8 +179,10 @@ export const agentsModule = defineModule({
     if (settings.workers.enabled) checkWorkersBus(settings.workers, deps.bus);
     // What hot reload changes while running (the rate limit is read on every request).
     let live = settings;
-    const { dataDir, credentials, providerSetup, pool, telemetry, uow, auditing, audit, instruments, tools, agents, turnSettings } =
-      await startTurnCore(deps, () => live);
+    const { dataDir, providerSetup, pool, telemetry, uow, auditing, audit, tools, agents, turnSettings } = await startTurnCore(
+      deps,
+      () => live,
+    );
     // Workers:Enabled: turns go to the worker pool (work/turn-queue.ts) instead of running here.
     const queue = settings.workers.enabled
       ? await startTurnQueue({ bus: deps.bus, settings: settings.workers, logger: deps.logger })
@@ -384,13 +387,17 @@ async function agentPoolWorkers(deps: ModuleDeps<AgentsSettings>): Promise<Worke
   }
 }
 
-/** `meshwork job --agent <name> --workflow <file>`: prints the report, answers 0 or 1 (work/workflow-job.ts). */
-async function workflowTask(options: Readonly<Record<string, string>>, deps: ModuleDeps<AgentsSettings>): Promise<number> {
+/** The job's agent and workflow, read and checked before the database opens (exit 2 when bad). */
+function checkWorkflowTask(options: Readonly<Record<string, string>>, settings: AgentsSettings) {
   const agentName = options.agent;
   const file = options.workflow;
   if (!agentName || !file) throw new ConfigError("`meshwork job` needs --agent <name> and --workflow <file>.");
-  const agent = namedAgent(deps.settings.agentGateway.agents, agentName);
-  const workflow = readWorkflow(file);
+  return { agentName, agent: namedAgent(settings.agentGateway.agents, agentName), workflow: readWorkflow(file) };
+}
+
+/** `meshwork job --agent <name> --workflow <file>`: prints the report, answers 0 or 1 (work/workflow-job.ts). */
+async function workflowTask(options: Readonly<Record<string, string>>, deps: ModuleDeps<AgentsSettings>): Promise<number> {
+  const { agentName, agent, workflow } = checkWorkflowTask(options, deps.settings);
   const core = await startTurnCore(deps);
   core.pool.start();
   try {

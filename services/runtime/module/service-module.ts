@@ -134,6 +134,8 @@ export interface ModuleTask<Settings = unknown> {
   /** The arguments as the help shows them, e.g. "--agent <name> --workflow <file>". */
   usage: string;
   description: string;
+  /** Checks the options against the settings before anything opens; a ConfigError (exit code 2) for bad ones. */
+  check?(options: Readonly<Record<string, string>>, settings: Settings): void;
   /** Answers the exit code; a ConfigError for bad arguments (exit code 2, its message on stderr). */
   run(options: Readonly<Record<string, string>>, deps: ModuleDeps<Settings>): Promise<number>;
 }
