@@ -20,7 +20,7 @@ Modes:
   gateway restart     restarts the agent gateway installed as a service (app-daemon restart)
   worker              the pool workers services declare, pulling jobs from JetStream (needs NATS_URL);
                       replicas share the jobs through one durable consumer (Workers:*)
-${modules.flatMap((m) => (m.tasks ?? []).map((t) => `  ${`${t.name} ${t.usage}`.padEnd(19)} ${t.description}`)).join("\n")}
+${modules.flatMap((m) => (m.tasks ?? []).map((t) => `  ${t.name} ${t.usage}\n${" ".repeat(22)}${t.description}`)).join("\n")}
   credentials ...     the agent gateway's credential store: set <name> (stdin), list, remove <name>, rotate;
                       no database, no mesh (meshwork credentials --help)
 

@@ -160,8 +160,7 @@ export const agentsModule = defineModule({
       name: "job",
       options: ["agent", "workflow"],
       usage: "--agent <name> --workflow <file>",
-      description:
-        "runs a workflow's steps in one session of the agent AgentGateway:Agents:<name>, prints a JSON report; exit 0 when every step passed, 1 otherwise",
+      description: "a workflow in one session of the agent AgentGateway:Agents:<name>; a JSON report, exit 0 or 1",
       check: (options, settings) => void checkWorkflowTask(options, settings),
       run: workflowTask,
     },
