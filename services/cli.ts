@@ -100,7 +100,8 @@ export async function main(argv: string[], lifecycle: MeshLifecycle = {}): Promi
   const task = findTask(argv[0], modules);
   if (task) {
     await runTask(task.module, task.task, argv.slice(1));
-    return;
+    // A batch run ends here, whatever a library may still hold open (stdout is written synchronously).
+    process.exit(process.exitCode ?? 0);
   }
   const call = (() => {
     try {
@@ -220,7 +221,8 @@ async function runTask(module: ServiceModule, task: ModuleTask, args: string[]):
       process.stderr.write(`meshwork: ${err.message}\n`);
       process.exitCode = 2;
     } else {
-      process.stderr.write(`meshwork: ${task.name} failed (${err instanceof Error ? err.message : "error"}).\n`);
+      // Not the error's text: a database error can quote bound values.
+      process.stderr.write(`meshwork: ${task.name} failed (${err instanceof Error ? err.name : "error"}).\n`);
       process.exitCode = 1;
     }
   } finally {
