@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { connect } from "nats";
 import { loadMeshConfig } from "../../services/mesh-config.js";
 import { startMesh } from "../../services/mesh.js";
@@ -18,7 +19,8 @@ import { ConfigError } from "../../services/runtime/config/index.js";
 import { createLogger } from "../../services/runtime/logging/index.js";
 import { call, providerFlags } from "../support/agents-mesh.js";
 import { startFakeOpenAi } from "../support/fake-openai.js";
-import { realServers } from "../support/real-infra.js";
+import { realInfra, realServers } from "../support/real-infra.js";
+import { createTestDatabaseUrl } from "../support/test-database.js";
 import { startTestMesh } from "../support/start-mesh.js";
 import { until } from "../support/until.js";
 
@@ -65,6 +67,64 @@ test("`meshwork worker` without NATS exits 2 naming NATS_URL; a Workers:Transpor
 });
 
 if (realServers(test, "the worker pool on JetStream", ["postgres", "nats"])) {
+  test.serial("`meshwork worker` as the chart runs it: pulls from the stream until SIGTERM, then exits 0", async (t) => {
+    const infra = realInfra();
+    const dir = mkdtempSync(join(tmpdir(), "meshwork-workers-"));
+    const database = await createTestDatabaseUrl(infra.databaseUrl!);
+    const streamKey = `AGENT_WORK_C${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+    t.teardown(async () => {
+      await database.drop();
+      const nc = await connect({ servers: infra.natsUrl! });
+      await (await nc.jetstreamManager()).streams.delete(streamKey).catch(() => undefined);
+      await nc.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        "worker",
+        `--Data:Dir=${dir}`,
+        `--AgentGateway:DataDir=${dir}/app`,
+        "--Telemetry:Exporter=none",
+        "--Gateway:Telemetry:Enabled=false",
+      ],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL: database.url,
+          NATS_URL: infra.natsUrl!,
+          Workers__Enabled: "true",
+          Workers__Transport: "nats",
+          Workers__StreamKey: streamKey,
+          Workers__ConsumerGroup: "agent-workers",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    t.teardown(() => child.kill("SIGKILL"));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    let up = false;
+    for await (const line of createInterface({ input: child.stdout })) {
+      const entry = JSON.parse(line) as { msg: string; workers?: string[] };
+      if (entry.msg === "worker pool running") t.true(entry.workers?.some((w) => w.includes(`${streamKey}/agent-workers`)));
+      if (entry.msg === "meshwork is up") {
+        up = true;
+        break;
+      }
+    }
+    t.true(up, stderr);
+    // The durable consumer exists on the stream the settings name.
+    const nc = await connect({ servers: infra.natsUrl! });
+    t.teardown(() => nc.close());
+    const info = await (await nc.jetstreamManager()).consumers.info(streamKey, "agent-workers");
+    t.is(info.config.filter_subject, `${streamKey}.turns`);
+    child.kill("SIGTERM");
+    t.is(await exited, 0, stderr);
+  });
+
   test.serial(
     "two workers sharing a consumer group answer every turn exactly once between them; a turn waits while no worker runs",
     async (t) => {
