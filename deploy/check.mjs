@@ -67,22 +67,11 @@ const settings = meshSettings();
 const envForms = new Map(settings.map((s) => [environmentForm(s.key), s]));
 const keys = new Set(settings.map((s) => s.key));
 const aliases = new Set(settings.flatMap((s) => s.meta.aliases ?? []));
-// Settings the chart sets that issue 16 documents but the schemas do not have yet (`meshwork
-// worker`, `meshwork job`): accepted by name here, so the chart can ship ahead of them. The
-// config loader ignores a section it does not know, so until they land these are inert.
-const comingSettings = new Set([
-  "Workers:Enabled",
-  "Workers:Transport",
-  "Workers:StreamKey",
-  "Workers:ConsumerGroup",
-  "AgentGateway:Agents",
-]);
-const comingEnvForms = new Set([...comingSettings].map(environmentForm));
-const sections = [...new Set([...settings.map((s) => s.key), ...comingSettings].map((k) => k.split(":")[0]))];
+const sections = [...new Set(settings.map((s) => s.key.split(":")[0]))];
 // List settings take indexed records (`Gateway__Auth__ApiKeys__0__Key`), map settings named
 // entries (`Providers__openai__BaseUrl`); the loader checks the rest of such a name.
 const compoundEnvForms = settings.filter((s) => s.meta.listFields || s.meta.map).map((s) => `${environmentForm(s.key)}__`);
-const isSettingEnv = (name) => envForms.has(name) || comingEnvForms.has(name) || compoundEnvForms.some((prefix) => name.startsWith(prefix));
+const isSettingEnv = (name) => envForms.has(name) || compoundEnvForms.some((prefix) => name.startsWith(prefix));
 
 /** Loads configuration as a Meshwork process would; returns [config, error message]. */
 function tryLoad(env, appsettings) {
@@ -109,7 +98,7 @@ if (!renderOnly) {
     for (const m of text.matchAll(envRe))
       if (!isSettingEnv(m[0])) problems.push(`${rel(file)}: ${m[0]} is not an environment form in the settings schemas`);
     for (const m of text.matchAll(keyRe))
-      if (!keys.has(m[0]) && !comingSettings.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not a setting key in the settings schemas`);
+      if (!keys.has(m[0])) problems.push(`${rel(file)}: ${m[0]} is not a setting key in the settings schemas`);
   }
   check("setting names (Section__Key, Section:Key) in deploy/ match the settings schemas exactly", problems);
 }
@@ -168,7 +157,11 @@ const releaseCases = [
       image: { tag: "1.2.3" },
       podAnnotations: { "example.org/team": "agents" },
       config: {
-        data: { Gateway__Auth__Enabled: "true", Logging__Level: "debug" },
+        data: {
+          Gateway__Auth__Enabled: "true",
+          Logging__Level: "debug",
+          AgentGateway__Agents__reviewer__SystemPrompt: "You review changes.",
+        },
         secretData: {
           Gateway__Auth__ApiKeys__0__Key: "0123456789abcdef0123",
           Gateway__Auth__ApiKeys__0__Name: "ops",
@@ -476,6 +469,9 @@ function checkObjects(objects, values) {
         const agent = args[args.indexOf("--agent") + 1];
         const workflow = args[args.indexOf("--workflow") + 1];
         if (!args.includes("--agent") || !agent) problems.push(`${cat}: no --agent`);
+        // `meshwork job` exits 2 for an agent without AgentGateway:Agents:<name> settings.
+        else if (!Object.keys(config.agents.agentGateway.agents).some((name) => name.toLowerCase() === agent.toLowerCase()))
+          problems.push(`${cat}: --agent ${agent} has no AgentGateway__Agents__${agent}__* settings (config.data or appsettings)`);
         const mount = (c.volumeMounts ?? []).find((m) => workflow?.startsWith(`${m.mountPath}/`));
         const cm = mount && configMaps.get(volumes.get(mount.name)?.configMap?.name);
         const file = workflow && mount ? workflow.slice(mount.mountPath.length + 1) : undefined;

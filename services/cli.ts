@@ -1,13 +1,15 @@
 // `meshwork`: parses the run mode, loads configuration, starts telemetry and the mesh, and shuts
 // everything down on SIGINT/SIGTERM. A bad setting stops the process with a message naming it.
+import { Console } from "node:console";
 import { runCredentialsCommand } from "./agents/credentials/index.js";
 import { loadMeshConfig, type MeshConfig, settingsText } from "./mesh-config.js";
 import { modules } from "./registry.js";
 import { ConfigError } from "./runtime/config/index.js";
 import { createLogger } from "./runtime/logging/index.js";
 import { type MeshMode, runModuleCommand, startMesh } from "./mesh.js";
-import type { ServiceModule } from "./runtime/module/index.js";
+import type { ModuleTask, ServiceModule } from "./runtime/module/index.js";
 import { startMeshTelemetry } from "./mesh-telemetry.js";
+import { findTask, runModuleTask, startWorkerPool } from "./mesh-pool.js";
 
 const usage = `Usage: meshwork [mode] [--Section:Key=value ...]
 
@@ -16,6 +18,9 @@ Modes:
   serve <service>     one service on the service host (gRPC, gRPC-web, Connect); services: ${modules.map((m) => m.name).join(", ")}
   gateway             the REST fronts only, calling services over gRPC (Services:<Name>:Address)
   gateway restart     restarts the agent gateway installed as a service (app-daemon restart)
+  worker              the pool workers services declare, pulling jobs from JetStream (needs NATS_URL);
+                      replicas share the jobs through one durable consumer (Workers:*)
+${modules.flatMap((m) => (m.tasks ?? []).map((t) => `  ${t.name} ${t.usage}\n${" ".repeat(22)}${t.description}`)).join("\n")}
   credentials ...     the agent gateway's credential store: set <name> (stdin), list, remove <name>, rotate;
                       no database, no mesh (meshwork credentials --help)
 
@@ -51,11 +56,12 @@ function parseCommand(args: string[]): CommandCall | undefined {
   return { module, command, args: commandArgs, flags };
 }
 
-function parseMode(args: string[]): { mode: MeshMode; flags: string[] } {
+function parseMode(args: string[]): { mode: MeshMode | { kind: "worker" }; flags: string[] } {
   const first = args[0];
   if (first === undefined || first.startsWith("--")) return { mode: { kind: "all" }, flags: args };
   if (first === "all") return { mode: { kind: "all" }, flags: args.slice(1) };
   if (first === "gateway") return { mode: { kind: "gateway" }, flags: args.slice(1) };
+  if (first === "worker") return { mode: { kind: "worker" }, flags: args.slice(1) };
   if (first === "serve") {
     const name = args[1];
     if (!name || name.startsWith("--")) throw new ConfigError("`meshwork serve` needs a service name.");
@@ -91,6 +97,12 @@ export async function main(argv: string[], lifecycle: MeshLifecycle = {}): Promi
     process.stdout.write(usage);
     return;
   }
+  const task = findTask(argv[0], modules);
+  if (task) {
+    await runTask(task.module, task.task, argv.slice(1));
+    // A batch run ends here, whatever a library may still hold open (stdout is written synchronously).
+    process.exit(process.exitCode ?? 0);
+  }
   const call = (() => {
     try {
       return parseCommand(argv);
@@ -106,7 +118,7 @@ export async function main(argv: string[], lifecycle: MeshLifecycle = {}): Promi
     await runCommand(call);
     return;
   }
-  let mode: MeshMode;
+  let mode: MeshMode | { kind: "worker" };
   let config: MeshConfig;
   try {
     const parsed = parseMode(argv);
@@ -122,19 +134,22 @@ export async function main(argv: string[], lifecycle: MeshLifecycle = {}): Promi
 
   const logger = createLogger({ level: config.runtime.logging.level });
   const telemetry = await startMeshTelemetry(config, logger);
-  const mesh = await startMesh({ config, logger, mode }).catch(async (err: unknown) => {
-    if (err instanceof ConfigError) {
-      // Settings that only make sense together (keys and bind addresses) are checked at start.
-      process.stderr.write(`meshwork: ${err.message}\n`);
+  const started = mode.kind === "worker" ? startWorkerPool({ config, logger }) : startMesh({ config, logger, mode });
+  const mesh = await (started as Promise<{ fronts?: Awaited<ReturnType<typeof startMesh>>["fronts"]; close(): Promise<void> }>).catch(
+    async (err: unknown) => {
+      if (err instanceof ConfigError) {
+        // Settings that only make sense together (keys and bind addresses) are checked at start.
+        process.stderr.write(`meshwork: ${err.message}\n`);
+        await telemetry.shutdown();
+        process.exit(2);
+      }
+      logger.fatal({ err }, "meshwork failed to start");
       await telemetry.shutdown();
-      process.exit(2);
-    }
-    logger.fatal({ err }, "meshwork failed to start");
-    await telemetry.shutdown();
-    process.exit(1);
-  });
+      process.exit(1);
+    },
+  );
   logger.info({ mode: mode.kind, environment: config.environment }, "meshwork is up");
-  lifecycle.up?.(mesh.fronts.map(({ name, url }) => ({ name, url })));
+  lifecycle.up?.((mesh.fronts ?? []).map(({ name, url }) => ({ name, url })));
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -164,5 +179,53 @@ async function runCommand(call: CommandCall): Promise<void> {
     // Not the error's text: a database error can quote bound values (an e-mail, say).
     process.stderr.write(`meshwork: ${call.module.name} ${call.command} failed (${err instanceof Error ? err.name : "error"}).\n`);
     process.exit(1);
+  }
+}
+
+/**
+ * `meshwork <task> --option value ... [--Section:Key=value ...]`: a module's own run mode. Its
+ * options are taken off the command line; the rest are settings flags. Exit code: the task's; 2
+ * for bad arguments or settings.
+ */
+async function runTask(module: ServiceModule, task: ModuleTask, args: string[]): Promise<void> {
+  const options: Record<string, string> = {};
+  const flags: string[] = [];
+  let telemetry: Awaited<ReturnType<typeof startMeshTelemetry>> | undefined;
+  try {
+    for (let i = 0; i < args.length; i++) {
+      const arg = args[i]!;
+      const [flag, inline] = arg.startsWith("--")
+        ? [arg.slice(2).split("=")[0]!, arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : undefined]
+        : [""];
+      const option = task.options.find((o) => o === flag);
+      if (option === undefined) {
+        if (!arg.startsWith("--"))
+          throw new ConfigError(`\`meshwork ${task.name}\`: unexpected argument '${arg}' (usage: meshwork ${task.name} ${task.usage}).`);
+        flags.push(arg);
+        continue;
+      }
+      const value = inline ?? args[++i];
+      if (value === undefined || value === "" || (inline === undefined && value.startsWith("--")))
+        throw new ConfigError(`\`meshwork ${task.name}\`: --${option} needs a value (usage: meshwork ${task.name} ${task.usage}).`);
+      options[option] = value;
+    }
+    const config = loadMeshConfig({ flags });
+    // stdout holds the task's answer alone: the log, and console exporters' spans, go to stderr.
+    const toStderr = new Console({ stdout: process.stderr, stderr: process.stderr });
+    for (const method of ["log", "info", "debug", "dir", "table"] as const) console[method] = toStderr[method].bind(toStderr);
+    const logger = createLogger({ level: "warn", destination: process.stderr });
+    telemetry = await startMeshTelemetry(config, logger);
+    process.exitCode = await runModuleTask({ config, logger, module, task, options });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`meshwork: ${err.message}\n`);
+      process.exitCode = 2;
+    } else {
+      // Not the error's text: a database error can quote bound values.
+      process.stderr.write(`meshwork: ${task.name} failed (${err instanceof Error ? err.name : "error"}).\n`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await telemetry?.shutdown();
   }
 }

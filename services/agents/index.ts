@@ -16,7 +16,7 @@ import { redactUrl } from "../runtime/database/index.js";
 import { defineService } from "../runtime/host/index.js";
 import { mcpRoute } from "./mcp/mcp-server.js";
 import { createHubConnectionTokens, hubTokenKeys, hubTokenKeyTable } from "../runtime/hubs/index.js";
-import { defineModule, type ModuleDeps } from "../runtime/module/index.js";
+import { defineModule, type ModuleDeps, type Worker } from "../runtime/module/index.js";
 import { createUnitOfWork } from "../runtime/outbox/index.js";
 import { attachGateway, setChannelNotifier } from "../daemon/gateway-link.js";
 import { GatewayUpdateAvailableSchema } from "../../gen/agents/v1/events_pb.js";
@@ -44,6 +44,8 @@ import { toolsParts } from "./tools/module-parts.js";
 import { sessionService } from "./sessions/session-service.js";
 import { type AgentTelemetry, createAgentTelemetry } from "./telemetry/agent-telemetry.js";
 import { type AgentsSettings, agentsRenamedSettings, agentsSettings } from "./module-settings.js";
+import { checkWorkersBus, startTurnQueue, startTurnWorker } from "./work/turn-queue.js";
+import { namedAgent, readWorkflow, runWorkflow } from "./work/workflow-job.js";
 
 export { type AgentsSettings, agentsSettings };
 
@@ -132,6 +134,17 @@ export const agentsModule = defineModule({
     setting: "Gateway:Auth:AllowAnonymousPublicBind",
     value: (settings) => settings.gateway.auth.allowAnonymousPublicBind,
   },
+  poolWorkers: agentPoolWorkers,
+  tasks: [
+    {
+      name: "job",
+      options: ["agent", "workflow"],
+      usage: "--agent <name> --workflow <file>",
+      description: "a workflow in one session of the agent AgentGateway:Agents:<name>; a JSON report, exit 0 or 1",
+      check: (options, settings) => void checkWorkflowTask(options, settings),
+      run: workflowTask,
+    },
+  ],
   async start(deps: ModuleDeps<AgentsSettings>) {
     const { settings } = deps;
     const defaultProvider = settings.gateway.agents.defaultProvider;
@@ -141,56 +154,20 @@ export const agentsModule = defineModule({
         `Invalid setting Gateway:Agents:DefaultProvider = ${JSON.stringify(defaultProvider)}: expected the name of a provider under Providers (${names.length ? `configured: ${names.join(", ")}` : "none is configured"}).`,
       );
     }
-    const dataDir = expandDataDir(settings.agentGateway.dataDir, process.cwd());
-    const credentials = new CredentialStore({ dataDir, ...credentialBackendsFromEnv(process.env) });
-    const providerSetup = (current: AgentsSettings) => ({
-      providers: current.providers,
-      agents: current.gateway.agents,
-      gateway: current.agentGateway,
-      credentials,
-      logger: deps.logger,
-    });
-    const pool = createProviderPool(providerSetup(settings));
-    const telemetry = createAgentTelemetry({
-      settings: settings.gateway.telemetry,
-      otelEnv: deps.otelEnv,
-      serviceVersion: "0.1.0",
-      logger: deps.logger,
-    });
+    // Before anything starts: Workers:Enabled without NATS stops start-up naming both.
+    if (settings.workers.enabled) checkWorkersBus(settings.workers, deps.bus);
     // What hot reload changes while running (the rate limit is read on every request).
     let live = settings;
-    const uow = createUnitOfWork(deps);
-    const auditing = auditParts.start(deps, { capacity: settings.agentGateway.auditCapacity });
-    const audit = alsoTo(auditing.ring, agentsWiring.audit);
-    const instruments = agentsWiring.telemetry ? turnInstruments(agentsWiring.telemetry) : liveInstruments(telemetry);
-    const tools = await toolsParts.start({
-      db: deps.db,
-      uow,
-      logger: deps.logger,
-      settings: settings.tools,
-      dataDir,
-      audit,
-      instruments,
-      pool,
-      credentials,
-      secrets: () => secretValuesOf(agentsSettings, live),
-      mcpServers: settings.MCP.servers,
-    });
-    const agents = new Agents({
-      db: deps.db,
-      uow,
-      pool,
-      audit,
-      settings: settings.gateway.agents,
-      logger: deps.logger,
-      instruments,
-      tools,
-    });
-    const turnSettings = {
-      turnTimeout: settings.gateway.agents.turnTimeout,
-      maxToolRounds: settings.agentGateway.maxToolRounds,
-      providerProbeSeconds: settings.agentGateway.providerProbeSeconds,
-    };
+    const { dataDir, providerSetup, pool, telemetry, uow, auditing, audit, tools, agents, turnSettings } = await startTurnCore(
+      deps,
+      () => live,
+    );
+    // Workers:Enabled: turns go to the worker pool (work/turn-queue.ts) instead of running here.
+    const queue = settings.workers.enabled
+      ? await startTurnQueue({ bus: deps.bus, settings: settings.workers, logger: deps.logger })
+      : undefined;
+    const turn = (agentId: string, message: string, signal?: AbortSignal) =>
+      queue ? queue.run(agentId, message, signal) : runTurn(agents.deps, turnSettings, agentId, message, signal ? { signal } : {});
     // Holds new turns (REST, hub, channels, bridge) while app-daemon drains this process for an update.
     const gate = new TurnGate(Math.ceil(settings.updates.drainTimeout / 1000) + 15);
     // Chat channels: a message runs a turn of its conversation's agent (channels/conversations.ts).
@@ -203,7 +180,7 @@ export const agentsModule = defineModule({
         runTurn: async (agentId, message) => {
           const release = gate.enter();
           try {
-            return (await runTurn(agents.deps, turnSettings, agentId, message)).response;
+            return (await turn(agentId, message)).response;
           } finally {
             release();
           }
@@ -242,7 +219,7 @@ export const agentsModule = defineModule({
             agentId = (await agents.spawn({})).id;
             bridgedAgents.set(conversation, agentId);
           }
-          return (await runTurn(agents.deps, turnSettings, agentId, text)).response;
+          return (await turn(agentId, text)).response;
         } finally {
           release();
         }
@@ -256,7 +233,13 @@ export const agentsModule = defineModule({
     return {
       services: [
         defineService(AgentService, {
-          ...agentService(agents, turnSettings, hubTokens, gate),
+          ...agentService(
+            agents,
+            turnSettings,
+            hubTokens,
+            gate,
+            queue && ((agentId, message, signal) => queue.run(agentId, message, signal)),
+          ),
           // The web channel's SendMessage and ReceiveMessage on /hubs/agent (channels/web-hub.ts).
           sendWebChannelMessage: (req, ctx) => channels.webHub.sendWebChannelMessage(req, ctx),
           pushAgentHubCalls: (req, ctx) => channels.webHub.pushAgentHubCalls(req, ctx),
@@ -290,6 +273,7 @@ export const agentsModule = defineModule({
           },
         },
         { name: "agent gateway telemetry", stop: () => telemetry.shutdown() },
+        ...(queue ? [{ name: "turn queue", stop: () => queue.stop() }] : []),
         ...channels.workers,
         { name: "gateway event stream", stop: () => gatewayEvents.stop() },
         { name: "provider pool", stop: () => pool.close() },
@@ -300,6 +284,116 @@ export const agentsModule = defineModule({
     };
   },
 });
+
+/**
+ * What a turn needs, built once per process (serving, `meshwork worker`, `meshwork job`): the
+ * provider pool, telemetry, audit, the tool catalogue and the agents over the mesh database.
+ */
+async function startTurnCore(deps: ModuleDeps<AgentsSettings>, live: () => AgentsSettings = () => deps.settings) {
+  const { settings } = deps;
+  const dataDir = expandDataDir(settings.agentGateway.dataDir, process.cwd());
+  const credentials = new CredentialStore({ dataDir, ...credentialBackendsFromEnv(process.env) });
+  const providerSetup = (current: AgentsSettings) => ({
+    providers: current.providers,
+    agents: current.gateway.agents,
+    gateway: current.agentGateway,
+    credentials,
+    logger: deps.logger,
+  });
+  const pool = createProviderPool(providerSetup(settings));
+  const telemetry = createAgentTelemetry({
+    settings: settings.gateway.telemetry,
+    otelEnv: deps.otelEnv,
+    serviceVersion: "0.1.0",
+    logger: deps.logger,
+  });
+  const uow = createUnitOfWork(deps);
+  const auditing = auditParts.start(deps, { capacity: settings.agentGateway.auditCapacity });
+  const audit = alsoTo(auditing.ring, agentsWiring.audit);
+  const instruments = agentsWiring.telemetry ? turnInstruments(agentsWiring.telemetry) : liveInstruments(telemetry);
+  const tools = await toolsParts.start({
+    db: deps.db,
+    uow,
+    logger: deps.logger,
+    settings: settings.tools,
+    dataDir,
+    audit,
+    instruments,
+    pool,
+    credentials,
+    secrets: () => secretValuesOf(agentsSettings, live()),
+    mcpServers: settings.MCP.servers,
+  });
+  const agents = new Agents({
+    db: deps.db,
+    uow,
+    pool,
+    audit,
+    settings: settings.gateway.agents,
+    logger: deps.logger,
+    instruments,
+    tools,
+  });
+  const turnSettings = {
+    turnTimeout: settings.gateway.agents.turnTimeout,
+    maxToolRounds: settings.agentGateway.maxToolRounds,
+    providerProbeSeconds: settings.agentGateway.providerProbeSeconds,
+  };
+  /** The core's own background work, for a process that runs turns but serves nothing. */
+  const workers: Worker[] = [
+    { name: "agent gateway telemetry", stop: () => telemetry.shutdown() },
+    { name: "provider pool", stop: () => pool.close() },
+    ...tools.workers,
+  ];
+  return { dataDir, credentials, providerSetup, pool, telemetry, uow, auditing, audit, instruments, tools, agents, turnSettings, workers };
+}
+
+/** `meshwork worker`: the turn worker over a core of its own (work/turn-queue.ts). */
+async function agentPoolWorkers(deps: ModuleDeps<AgentsSettings>): Promise<Worker[]> {
+  const core = await startTurnCore(deps);
+  core.pool.start();
+  try {
+    const worker = await startTurnWorker({
+      bus: deps.bus,
+      settings: deps.settings.workers,
+      logger: deps.logger,
+      run: (agentId, message) => runTurn(core.agents.deps, core.turnSettings, agentId, message),
+    });
+    return [...core.workers, worker];
+  } catch (err) {
+    for (const w of core.workers.reverse()) await w.stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The job's agent and workflow, read and checked before the database opens (exit 2 when bad). */
+function checkWorkflowTask(options: Readonly<Record<string, string>>, settings: AgentsSettings) {
+  const agentName = options.agent;
+  const file = options.workflow;
+  if (!agentName || !file) throw new ConfigError("`meshwork job` needs --agent <name> and --workflow <file>.");
+  return { agentName, agent: namedAgent(settings.agentGateway.agents, agentName), workflow: readWorkflow(file) };
+}
+
+/** `meshwork job --agent <name> --workflow <file>`: prints the report, answers 0 or 1 (work/workflow-job.ts). */
+async function workflowTask(options: Readonly<Record<string, string>>, deps: ModuleDeps<AgentsSettings>): Promise<number> {
+  const { agentName, agent, workflow } = checkWorkflowTask(options, deps.settings);
+  const core = await startTurnCore(deps);
+  core.pool.start();
+  try {
+    const report = await runWorkflow({
+      agents: core.agents,
+      turnSettings: core.turnSettings,
+      logger: deps.logger,
+      agentName,
+      agent,
+      workflow,
+    });
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return report.passed ? 0 : 1;
+  } finally {
+    for (const w of core.workers.reverse()) await w.stop().catch(() => undefined);
+  }
+}
 
 /** While app-daemon drains, the report is Unhealthy (readiness 503) with the gateway entry saying why. */
 function drainAware(health: AgentHealth, gate: TurnGate): AgentHealth {

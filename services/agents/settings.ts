@@ -1,7 +1,7 @@
 // The agent gateway's own settings (interface: the Configuration table of agent-gateway-api.md):
 // agents (Gateway:Agents:*), the gateway's local directory and provider tuning (AgentGateway:*),
 // the model providers (Providers:<name>:*), update checks (Updates:*) and remote tool servers
-// (MCP:Servers) and the chat channels (Channels:<Type>:*). The front's own settings (Gateway:Server, Auth, RateLimit, Cors, Telemetry) are
+// (MCP:Servers), the chat channels (Channels:<Type>:*) and the turn worker pool (Workers:*). The front's own settings (Gateway:Server, Auth, RateLimit, Cors, Telemetry) are
 // declared beside these in index.ts. A bad value stops start-up (exit 2) naming the setting.
 import { isIP } from "node:net";
 import { z } from "zod";
@@ -156,7 +156,53 @@ export const gatewayAgentsSettings = z.object({
   }),
 });
 
+/** One `AgentGateway:Agents:<name>:*` entry: an agent a workflow job runs with (`meshwork job --agent <name>`). */
+export interface NamedAgentSettings {
+  provider?: string;
+  model?: string;
+  systemPrompt?: string;
+}
+
+export const namedAgentsSetting = setting.map({
+  description:
+    "Agents named for `meshwork job --agent <name>`: `AgentGateway:Agents:<name>:<Field>` with Provider (a name under Providers; unset: Gateway:Agents:DefaultProvider), Model (unset: Gateway:Agents:DefaultModel, else the provider's first) and SystemPrompt.",
+  fields: ["Provider", "Model", "SystemPrompt"],
+  parse: (_name, fields, fail): NamedAgentSettings => {
+    const text = (field: string): string | undefined => {
+      const value = fields[field];
+      if (value === undefined) return undefined;
+      if (typeof value !== "string") return fail(field, "a string");
+      return value;
+    };
+    return { provider: text("Provider"), model: text("Model"), systemPrompt: text("SystemPrompt") };
+  },
+});
+
+/** Workers:*: the worker pool that runs the agents service's turns (`meshwork worker`). */
+export const workersSettings = z.object({
+  enabled: setting.bool({
+    default: false,
+    description:
+      "The agents service queues its turns on the Workers:StreamKey stream for `meshwork worker` processes instead of running them itself; a turn waits there while no worker runs. Needs NATS (NATS_URL).",
+  }),
+  transport: setting.enum(["nats"], {
+    default: "nats",
+    description: "How turn jobs travel to the workers: nats (a JetStream stream and a durable pull consumer); the only one.",
+  }),
+  streamKey: setting.string({
+    default: "AGENT_WORK",
+    description: "The JetStream stream of turn jobs and their replies (subjects `<StreamKey>.turns`, `<StreamKey>.replies.>`).",
+  }),
+  consumerGroup: setting.string({
+    default: "agent-workers",
+    description: "The durable consumer every worker pulls through: each job goes to one of them.",
+  }),
+});
+
+export type WorkersSettings = z.output<typeof workersSettings>;
+
 export const agentGatewaySettings = z.object({
+  agents: namedAgentsSetting,
   dataDir: setting.string({
     default: "~/.app",
     description:
@@ -346,6 +392,7 @@ export const agentsCoreSections = {
   daemon: daemonSettings,
   channels: channelsSettings,
   bridge: bridgeSettings,
+  workers: workersSettings,
 };
 
 export type GatewayAgentsSettings = z.output<typeof gatewayAgentsSettings>;

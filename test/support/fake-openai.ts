@@ -42,6 +42,8 @@ export type ScriptedReply =
       splitBytes?: number;
       /** Put `: keep-alive` comments between events and end lines with CRLF. */
       comments?: boolean;
+      /** Answer only once this settles (a reply held until the test lets it go). */
+      waitFor?: Promise<unknown>;
     }
   /** An HTTP error with an OpenAI-shaped error body. */
   | { kind: "status"; status: number }
@@ -170,6 +172,7 @@ export async function startFakeOpenAi(options: FakeOpenAiOptions = {}): Promise<
       finished = true;
       return errorStatus(res, reply.status);
     }
+    if (reply.kind === "reply" && reply.waitFor) await reply.waitFor.catch(() => undefined);
     const id = `chatcmpl-${randomBytes(12).toString("base64url")}`;
     const created = Math.floor(Date.now() / 1000);
     const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({

@@ -8,7 +8,7 @@ import type { ProviderService } from "../../../gen/agents/v1/provider_pb.js";
 import type { Agents } from "./agents.js";
 import type { AgentRow } from "./entities.js";
 import { checkId } from "./errors.js";
-import { runTurn, type TurnSettings } from "./turns.js";
+import { runTurn, type TurnResult, type TurnSettings } from "./turns.js";
 
 export function toAgent(row: AgentRow) {
   return {
@@ -65,6 +65,8 @@ export function agentService(
   turnSettings: TurnSettings,
   hubTokens: HubConnectionTokens,
   gate?: TurnGate,
+  /** Workers:Enabled: SendMessage's turn runs on the worker pool (work/turn-queue.ts). */
+  queued?: (agentId: string, message: string, signal: AbortSignal) => Promise<TurnResult>,
 ): Omit<ServiceImpl<typeof AgentService>, "sendWebChannelMessage" | "pushAgentHubCalls"> {
   return {
     connectAgentHub: (req) => hubTokens.connect(req),
@@ -88,10 +90,11 @@ export function agentService(
       return {};
     },
 
-    async sendMessage(req) {
+    async sendMessage(req, ctx) {
       const release = gate?.enter();
       try {
-        const result = await runTurn(agents.deps, turnSettings, checkId("id", req.id, "agent"), req.message);
+        const id = checkId("id", req.id, "agent");
+        const result = queued ? await queued(id, req.message, ctx.signal) : await runTurn(agents.deps, turnSettings, id, req.message);
         return { ...result, usage: result.usage };
       } finally {
         release?.();

@@ -37,6 +37,8 @@ const ACK_WAIT_MS = 30_000;
 // Pulled but unprocessed messages age towards ack_wait too; a small batch keeps slow handlers from
 // having their queued messages redelivered behind their back.
 const PULL_BATCH = 16;
+// How long a one-at-a-time pull waits for a message before asking again (and a stop waits at most).
+const NEXT_EXPIRES_MS = 2_000;
 const HEALTH_TIMEOUT_MS = 2_000;
 const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
@@ -161,44 +163,74 @@ export async function connectNatsBus(opts: { url: string; logger: Logger; name?:
     const filters = filterConfig(options.filterSubjects);
     await ensureDurable(options, filters.server);
     const consumer = await js.consumers.get(options.stream, options.durable);
-    const messages: ConsumerMessages = await consumer.consume({ max_messages: PULL_BATCH });
     const retry = { ...DEFAULT_RETRY, ...options.retry };
     let stopping = false;
 
-    const loop = (async () => {
-      try {
-        for await (const m of messages) {
-          if (stopping) {
-            // Already pulled but not started: hand it straight back instead of letting ack_wait run out.
-            m.nak();
-            continue;
-          }
-          if (filters.client && !matchesAny(filters.client, m.subject)) {
-            m.ack();
-            continue;
-          }
-          const heartbeat = setInterval(() => m.working(), ACK_WAIT_MS / 3);
-          try {
-            await handler(toBusMessage(m));
-            m.ack();
-          } catch (err) {
-            const delayMs = retryDelay(m.info.deliveryCount, retry);
-            log.warn({ err, subject: m.subject, seq: m.seq, deliveries: m.info.deliveryCount, delayMs }, "handler failed; will redeliver");
-            m.nak(delayMs);
-          } finally {
-            clearInterval(heartbeat);
-          }
-        }
-      } catch (err) {
-        if (!stopping) log.error({ err }, "consumer stopped unexpectedly");
+    const handle = async (m: JsMsg): Promise<void> => {
+      if (filters.client && !matchesAny(filters.client, m.subject)) {
+        m.ack();
+        return;
       }
-    })();
+      const heartbeat = setInterval(() => m.working(), ACK_WAIT_MS / 3);
+      try {
+        await handler(toBusMessage(m));
+        m.ack();
+      } catch (err) {
+        const delayMs = retryDelay(m.info.deliveryCount, retry);
+        log.warn({ err, subject: m.subject, seq: m.seq, deliveries: m.info.deliveryCount, delayMs }, "handler failed; will redeliver");
+        m.nak(delayMs);
+      } finally {
+        clearInterval(heartbeat);
+      }
+    };
+
+    let messages: ConsumerMessages | undefined;
+    let loop: Promise<void>;
+    if (options.oneAtATime) {
+      // One pull at a time: the next message is asked for once this one is handled.
+      loop = (async () => {
+        while (!stopping) {
+          let m: JsMsg | null;
+          try {
+            m = await consumer.next({ expires: NEXT_EXPIRES_MS });
+          } catch (err) {
+            if (stopping || nc.isClosed()) break;
+            log.warn({ err }, "pull failed; pulling again");
+            await new Promise((resolve) => setTimeout(resolve, NEXT_EXPIRES_MS));
+            continue;
+          }
+          if (!m) continue;
+          if (stopping) {
+            m.nak();
+            break;
+          }
+          await handle(m);
+        }
+      })();
+    } else {
+      const batch = await consumer.consume({ max_messages: PULL_BATCH });
+      messages = batch;
+      loop = (async () => {
+        try {
+          for await (const m of batch) {
+            if (stopping) {
+              // Already pulled but not started: hand it straight back instead of letting ack_wait run out.
+              m.nak();
+              continue;
+            }
+            await handle(m);
+          }
+        } catch (err) {
+          if (!stopping) log.error({ err }, "consumer stopped unexpectedly");
+        }
+      })();
+    }
 
     const stoppable: Stoppable = {
       async stop() {
         if (stopping) return loop;
         stopping = true;
-        messages.stop();
+        messages?.stop();
         await loop;
         // Acks are fire-and-forget publishes; flush so a restart right after sees them applied.
         if (!nc.isClosed()) await nc.flush().catch(() => undefined);

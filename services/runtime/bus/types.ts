@@ -55,6 +55,12 @@ export interface ConsumeOptions {
   /** Where a new durable starts; an existing one always resumes after its last ack. Default 'all'. */
   deliverFrom?: "all" | "new";
   retry?: RetryPolicy;
+  /**
+   * A work queue: pull one message at a time and the next only once it is handled, so consumers
+   * sharing the durable (replicas of a worker pool) share the messages out one by one rather than
+   * each taking a batch. NATS only; the in-process bus ignores it.
+   */
+  oneAtATime?: boolean;
 }
 
 export interface SubscribeOptions {

@@ -11,6 +11,7 @@ export {
   type ModuleCommand,
   type ModuleDeps,
   type ModuleRuntime,
+  type ModuleTask,
   type ModuleTelemetry,
   type ServiceModule,
   type Worker,

@@ -126,6 +126,24 @@ export interface ModuleCommand<Settings = unknown> {
   run(args: readonly string[], deps: CommandDeps<Settings>): Promise<string>;
 }
 
+/**
+ * A run mode of a module's own (`meshwork job --agent a --workflow f`): it gets the mesh's
+ * database and bus as `start` does, serves nothing, and answers the process's exit code.
+ */
+export interface ModuleTask<Settings = unknown> {
+  /** The first word on the command line. */
+  name: string;
+  /** Its value options (`agent` for `--agent <value>`), taken off the command line before the settings flags. */
+  options: readonly string[];
+  /** The arguments as the help shows them, e.g. "--agent <name> --workflow <file>". */
+  usage: string;
+  description: string;
+  /** Checks the options against the settings before anything opens; a ConfigError (exit code 2) for bad ones. */
+  check?(options: Readonly<Record<string, string>>, settings: Settings): void;
+  /** Answers the exit code; a ConfigError for bad arguments (exit code 2, its message on stderr). */
+  run(options: Readonly<Record<string, string>>, deps: ModuleDeps<Settings>): Promise<number>;
+}
+
 /** Background work with a start and a stop (relays, schedulers, durable consumers). */
 export interface Worker {
   name: string;
@@ -167,6 +185,14 @@ export interface ServiceModule<S extends SettingsSchema = SettingsSchema> {
   start(deps: ModuleDeps<SettingsOf<S>>): Promise<ModuleRuntime<SettingsOf<S>>>;
   /** Administrative commands (`meshwork <module> <command> ...`). */
   commands?: readonly ModuleCommand<SettingsOf<S>>[];
+  /**
+   * `meshwork worker`: the work the module takes from a shared queue, started with the mesh's
+   * database and bus (nothing served). Every replica of the pool runs the same workers and they
+   * compete for the jobs.
+   */
+  poolWorkers?(deps: ModuleDeps<SettingsOf<S>>): Promise<Worker[]>;
+  /** Run modes of its own (`meshwork <task> ...`). */
+  tasks?: readonly ModuleTask<SettingsOf<S>>[];
 }
 
 export interface ModuleRuntime<Settings = unknown> {
