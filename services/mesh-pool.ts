@@ -3,13 +3,11 @@
 // that ends with an exit code). Both open the mesh's database, bus and outbox relay as `startMesh`
 // does and hand the modules the same dependencies as `start`; no service host, no front.
 import type { Logger } from "pino";
+import { openMeshBackends } from "./mesh-backends.js";
 import type { MeshConfig } from "./mesh-config.js";
 import { modules as registered } from "./registry.js";
-import { openBus } from "./runtime/bus/index.js";
-import { ConfigError, redactUrl } from "./runtime/config/index.js";
-import { openDatabase } from "./runtime/database/index.js";
+import { ConfigError } from "./runtime/config/index.js";
 import type { ModuleDeps, ModuleTask, ServiceModule, Worker } from "./runtime/module/index.js";
-import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 
 interface Backends {
   depsOf(module: ServiceModule): ModuleDeps<never>;
@@ -23,21 +21,9 @@ async function openBackends(config: MeshConfig, logger: Logger, modules: readonl
     for (const closer of closers.reverse()) await closer().catch((err: unknown) => logger.error({ err }, "error during shutdown"));
   };
   try {
-    const db = await openDatabase({
-      url: runtime.database.url,
-      dataDir: runtime.data.dir,
-      poolSize: runtime.database.poolSize,
-      modules: [outboxModule, ...registered.map((m) => m.database)],
-      logger,
-    });
-    closers.push(() => db.close());
-    const bus = await openBus({ url: runtime.nats.url, logger, replayWindow: runtime.events.replayWindow });
-    closers.push(() => bus.close());
-    await bus.ensureStreams(modules.flatMap((m) => m.streams));
-    logger.info({ bus: bus.kind === "nats" ? redactUrl(runtime.nats.url!) : "in-process" }, "event bus ready");
-    // Turns record events in the outbox; the relay publishes them as it does in a serving process.
-    const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: runtime.outbox.pollIntervalMs });
-    closers.push(() => relay.stop());
+    // Every registered module's migrations (a worker may run before any serving process did);
+    // turns record events in the outbox, and the relay publishes them as in a serving process.
+    const { db, bus, relay } = await openMeshBackends({ runtime, logger, databaseModules: registered, streamModules: modules, closers });
     return {
       depsOf: (module): ModuleDeps<never> => ({
         settings: config.get(module.settings) as never,

@@ -3,11 +3,12 @@
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { createFront } from "../gateway/index.js";
+import { openMeshBackends } from "./mesh-backends.js";
 import type { MeshConfig } from "./mesh-config.js";
 import { modules as registered } from "./registry.js";
 import { assertOpenApiBindAllowed, authInterceptor, openApiWarning } from "./runtime/auth/index.js";
-import { type EventBus, openBus } from "./runtime/bus/index.js";
-import { type ConfigWatch, ConfigError, leavesOf, redactUrl, runtimeSettings, watchConfig } from "./runtime/config/index.js";
+import type { EventBus } from "./runtime/bus/index.js";
+import { type ConfigWatch, ConfigError, leavesOf, runtimeSettings, watchConfig } from "./runtime/config/index.js";
 import { type Database, openDatabase } from "./runtime/database/index.js";
 import {
   buildRoutes,
@@ -22,7 +23,7 @@ import {
   startServiceHost,
 } from "./runtime/host/index.js";
 import { isProtected, type ModuleAuth, type ServiceModule } from "./runtime/module/index.js";
-import { outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
+import { outboxModule } from "./runtime/outbox/index.js";
 import { clientTracingInterceptor, serverTracingInterceptor } from "./runtime/telemetry/index.js";
 import { requiredFieldsInterceptor, textIntegrityInterceptor } from "./runtime/validation/index.js";
 
@@ -114,26 +115,7 @@ export async function startMesh({ config, logger, mode, modules: hosted }: MeshO
             ),
         });
     } else {
-      const db = await openDatabase({
-        url: runtime.database.url,
-        dataDir: runtime.data.dir,
-        poolSize: runtime.database.poolSize,
-        modules: [outboxModule, ...modules.map((m) => m.database)],
-        logger,
-      });
-      closers.push(() => db.close());
-      logger.info(
-        { database: db.mode === "embedded" ? `embedded (${runtime.data.dir}/pg)` : redactUrl(runtime.database.url!) },
-        "database ready",
-      );
-
-      const bus = await openBus({ url: runtime.nats.url, logger, replayWindow: runtime.events.replayWindow });
-      closers.push(() => bus.close());
-      await bus.ensureStreams(modules.flatMap((m) => m.streams));
-      logger.info({ bus: bus.kind === "nats" ? redactUrl(runtime.nats.url!) : "in-process" }, "event bus ready");
-
-      const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: runtime.outbox.pollIntervalMs });
-      closers.push(() => relay.stop());
+      const { db, bus, relay } = await openMeshBackends({ runtime, logger, databaseModules: modules, streamModules: modules, closers });
 
       const registrations: { registration: ServiceRegistration; auth: ModuleAuth }[] = [];
       const reloaders: { module: ServiceModule; reload: (settings: unknown) => Promise<void> | void }[] = [];
