@@ -30,7 +30,8 @@ function recorder(): Recorder {
   const logger = pino({ level: "trace" }, { write: (line: string) => void log.push(line) });
   return {
     host: {
-      receive: (message) => void received.push(message),
+      receive: (message) => received.push(message) > 0,
+      accepting: async () => {},
       connectionChanged: (connected, reason) => void changes.push({ connected, reason }),
       logger,
     },

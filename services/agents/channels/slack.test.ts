@@ -30,7 +30,8 @@ async function setUp(t: ExecutionContext, overrides: Partial<SlackSettings> = {}
   const received: InboundMessage[] = [];
   const changes: { connected: boolean; reason?: string }[] = [];
   const host: ChannelHost = {
-    receive: (message) => received.push(message),
+    receive: (message) => received.push(message) > 0,
+    accepting: async () => {},
     connectionChanged: (connected, reason) => changes.push(reason === undefined ? { connected } : { connected, reason }),
     logger: pino({ level: "trace" }, sink),
   };
@@ -55,7 +56,7 @@ function assertNoToken(t: ExecutionContext, fake: FakeSlack, text: string) {
 const acks = (fake: FakeSlack, socket = 0) => fake.sockets[socket]!.received;
 
 test("the adapter's shape: type, name, AutoConnect, and the settings it needs in order", async (t) => {
-  const host: ChannelHost = { receive() {}, connectionChanged() {}, logger: pino({ level: "silent" }) };
+  const host: ChannelHost = { receive: () => true, accepting: async () => {}, connectionChanged() {}, logger: pino({ level: "silent" }) };
   const base = { apiBaseUrl: "https://slack.com/api" };
   const none = createSlackChannel(base, host);
   t.is(none.type, "slack");
