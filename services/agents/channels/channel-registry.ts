@@ -117,6 +117,8 @@ interface Local {
   retryAt: number;
   /** The adapter's changes, one at a time. */
   lock: Promise<void>;
+  /** The last round could not reach the database (logged once until one does). */
+  unreachable: boolean;
 }
 
 /** The longest wait between two attempts to open an adapter whose lease this instance holds. */
@@ -202,7 +204,9 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
         await releaseLease(local);
         return;
       }
-      if (!(await hold(local))) {
+      const held = await hold(local);
+      local.unreachable = false;
+      if (!held) {
         if (local.open) {
           logger.warn({ channelType: adapter.type }, "another instance holds the channel's lease: its adapter closes here");
           await close(local);
@@ -228,7 +232,8 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
     } catch (error) {
       // The database did not answer: whether the lease is still this instance's is unknown. Once
       // it would have ended, another instance may run the adapter: it closes here.
-      logger.warn({ channelType: adapter.type, err: describe(error) }, "a channel's lease could not be renewed");
+      if (!local.unreachable) logger.warn({ channelType: adapter.type, err: describe(error) }, "a channel's lease could not be renewed");
+      local.unreachable = true;
       if (local.open && performance.now() >= local.heldUntil) {
         logger.warn({ channelType: adapter.type }, "a channel's lease may have ended: its adapter closes here");
         await close(local);
@@ -288,7 +293,15 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
       if (adapters.has(adapter.type)) throw new Error(`channel "${adapter.type}" is already registered`);
       adapters.set(adapter.type, adapter);
       if (!adapter.everyInstance) {
-        locals.set(adapter.type, { adapter, open: false, heldUntil: 0, failures: 0, retryAt: 0, lock: Promise.resolve() });
+        locals.set(adapter.type, {
+          adapter,
+          open: false,
+          heldUntil: 0,
+          failures: 0,
+          retryAt: 0,
+          lock: Promise.resolve(),
+          unreachable: false,
+        });
       }
       if (started) await resume(adapter);
     },
