@@ -5,7 +5,8 @@
 // (502), and platform-side losses and recoveries (events only while the channel is connected).
 // The leases: one registry (instance) at a time opens a platform adapter; a connect request on
 // another only checks the credentials; a clean stop hands over at the next renewal, a holder that
-// died once its lease ended, and a holder whose lease another instance took closes its adapter.
+// died once its lease ended, and a holder whose lease another instance took closes its adapter
+// (reopened later, a loss it had reported is recorded as recovered).
 import { fromBinary } from "@bufbuild/protobuf";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import test, { type ExecutionContext } from "ava";
@@ -340,7 +341,9 @@ test.serial(
     await until(() => onB.isOpen, "B took over once A's lease ended");
     t.is(await leaseHolder("phoenix"), b.instanceId);
 
-    // B's lease taken from under it (as when its renewals stalled past the end and another instance took it).
+    // B's adapter reports a loss; then its lease is taken from under it (as when its renewals
+    // stalled past the end and another instance took it).
+    await b.reportConnection("phoenix", false, "poll failed");
     const sql = mesh.db!.em().getConnection();
     await sql.execute(
       `update "agents_channel_lease" set "holder" = 'instance-elsewhere', "expires_at" = now() + interval '1 hour' where "channel_type" = 'phoenix'`,
@@ -350,5 +353,10 @@ test.serial(
     await sql.execute(`delete from "agents_channel_lease" where "channel_type" = 'phoenix'`);
     await until(() => onB.isOpen, "B opened it again once the lease was free");
     t.is(onB.opened, 2);
+    // The reopened adapter is a fresh loop: the registry records the recovery of the loss it reported.
+    await until(
+      async () => (await ring.query(mesh.db!.em(), { resource: "phoenix", action: "channel.recovered" }, 10, 0)).events.length === 1,
+      "channel.recovered for phoenix",
+    );
   },
 );

@@ -16,7 +16,9 @@
 // and releases its leases, so another instance takes over at its next renewal; an instance that
 // died is taken over once its lease has ended (10 s). The web channel (everyInstance) has no lease.
 // A holder that cannot reach the database keeps its adapter open only until its lease would have
-// ended, since another instance may have taken it by then.
+// ended, since another instance may have taken it by then. An adapter that reported a loss and is
+// opened again here by the registry (a fresh loop, which knows nothing of the loss) has the
+// recovery recorded for it.
 //
 // Connect errors: a missing setting is 400 naming it (checked before the adapter is called); a
 // ChannelPlatformError (refused or unreachable) is 502 through the generic HttpErrorStatus detail,
@@ -162,6 +164,42 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
     });
   }
 
+  /** Platform-side losses reported by this instance's adapters and not yet followed by a recovery. */
+  const lost = new Set<string>();
+
+  async function recordConnection(type: string, connected: boolean, reason?: string): Promise<void> {
+    const adapter = adapters.get(type);
+    if (!adapter) return;
+    await uow.run(async (tx) => {
+      const rows = await queryOn(tx.em)<{ is_connected: boolean }>(
+        `select "is_connected" from "${CHANNEL_TABLE}" where "channel_type" = ?`,
+        [type],
+      );
+      // Disconnected on request meanwhile: the loss is that, nothing to report.
+      if (!truthy(rows[0]?.is_connected)) return;
+      tx.record(connected ? ChannelConnectedSchema : ChannelDisconnectedSchema, { channelType: type });
+      await audit.record(tx.em, {
+        action: connected ? "channel.recovered" : "channel.lost",
+        severity: connected ? "info" : "warning",
+        resource: type,
+        detail: { platformSide: true, isConnected: connected, ...(reason ? { reason: truncate(reason, 200) } : {}) },
+      });
+    });
+    if (connected) lost.delete(type);
+    else lost.add(type);
+  }
+
+  /** The adapter opened here: a loss it reported before it was closed is over. */
+  function opened(local: Local): void {
+    local.open = true;
+    local.failures = 0;
+    local.retryAt = 0;
+    if (!lost.has(local.adapter.type)) return;
+    recordConnection(local.adapter.type, true).catch((error: unknown) => {
+      logger.warn({ channelType: local.adapter.type, err: describe(error) }, "a channel's recovery could not be recorded");
+    });
+  }
+
   /** Runs `work` after the adapter's earlier changes. */
   function exclusive<T>(local: Local, work: () => Promise<T>): Promise<T> {
     const run = local.lock.then(work);
@@ -216,9 +254,7 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
       if (local.open || performance.now() < local.retryAt) return;
       try {
         await adapter.connect();
-        local.open = true;
-        local.failures = 0;
-        local.retryAt = 0;
+        opened(local);
       } catch (error) {
         local.failures++;
         local.retryAt = performance.now() + Math.min(OPEN_RETRY_MAX_MS, timings.renewMs * 2 ** (local.failures - 1));
@@ -359,9 +395,7 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
             }
             if (local.open) return;
             await adapter.connect();
-            local.open = true;
-            local.failures = 0;
-            local.retryAt = 0;
+            opened(local);
           });
       } catch (error) {
         // The adapter's own words go to the log only: an answer or an audit entry could be read
@@ -439,25 +473,7 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
       });
     },
 
-    async reportConnection(type, connected, reason) {
-      const adapter = adapters.get(type);
-      if (!adapter) return;
-      await uow.run(async (tx) => {
-        const rows = await queryOn(tx.em)<{ is_connected: boolean }>(
-          `select "is_connected" from "${CHANNEL_TABLE}" where "channel_type" = ?`,
-          [type],
-        );
-        // Disconnected on request meanwhile: the loss is that, nothing to report.
-        if (!truthy(rows[0]?.is_connected)) return;
-        tx.record(connected ? ChannelConnectedSchema : ChannelDisconnectedSchema, { channelType: type });
-        await audit.record(tx.em, {
-          action: connected ? "channel.recovered" : "channel.lost",
-          severity: connected ? "info" : "warning",
-          resource: type,
-          detail: { platformSide: true, isConnected: connected, ...(reason ? { reason: truncate(reason, 200) } : {}) },
-        });
-      });
-    },
+    reportConnection: recordConnection,
 
     async stop(options = {}) {
       const current = ticking;
