@@ -1,9 +1,11 @@
 // Chat channels across instances and drains, with a loopback Telegram Bot API: while app-daemon
 // drains the process, an update is received but neither answered nor confirmed (the next
 // getUpdates offset does not pass it), and it is answered once the drain ends, or by the instance
-// that starts after a restart (the channel's connected state survives it). On real PostgreSQL +
+// that starts after a restart (the channel's connected state survives it); a web SendMessage is
+// refused meanwhile. On real PostgreSQL +
 // NATS, two meshes on one database: one getUpdates long poll at a time across both, and when the
 // holder stops the other takes the adapter over and answers the next message.
+import { HttpTransportType, HubConnectionBuilder, LogLevel } from "@microsoft/signalr";
 import test, { type ExecutionContext } from "ava";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -112,6 +114,15 @@ test.serial("while draining, a Telegram update is received but not answered or c
   const at = await receivedAt(f.telegram, held);
   t.is(f.telegram.polls[at]!.offset, first + 1, "that poll confirmed the first update only");
   t.is(f.telegram.sent.filter((m) => String(m.chat_id) === "700").length, 1, "nothing answered the held update");
+
+  // The web channel has nothing to leave unconfirmed: its SendMessage is refused like any new turn.
+  const web = new HubConnectionBuilder()
+    .withUrl(`${base}/hubs/agent`, { transport: HttpTransportType.WebSockets })
+    .configureLogging(LogLevel.None)
+    .build();
+  await web.start();
+  t.teardown(() => web.stop());
+  await t.throwsAsync(web.invoke("SendMessage", "web-conv", "during the drain"), { message: /Service Unavailable/ });
 
   f.openai.script.push({ kind: "reply", content: ["after the drain"] });
   setDraining(false);
