@@ -132,6 +132,8 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
   const timings: LeaseTimings = { ...CHANNEL_LEASE_TIMINGS, ...lease };
   const leases: ChannelLeases = createChannelLeases(db, randomUUID(), timings.ttlMs);
   let started = false;
+  /** Once stopped, nothing opens an adapter here any more. */
+  let stopped = false;
   let ticking: { stop: AbortController; done: Promise<void> } | undefined;
 
   async function ensureRow(adapter: ChannelAdapter): Promise<boolean> {
@@ -235,6 +237,7 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
   /** One leased adapter in line with the shared state and the lease (under its lock). */
   async function reconcileOne(local: Local): Promise<void> {
     const { adapter } = local;
+    if (stopped) return;
     try {
       const wanted = adapter.missingSetting() === undefined && (await isConnected(adapter.type));
       if (!wanted) {
@@ -384,34 +387,35 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
       // A channel configured after the first start has no row yet.
       await ensureRow(adapter);
       const local = locals.get(adapter.type);
-      try {
-        if (!local) await adapter.connect();
-        else
-          await exclusive(local, async () => {
-            if (!(await hold(local))) {
-              // Another instance runs the adapter: only the credentials are checked here.
-              await adapter.check?.();
-              return;
-            }
-            if (local.open) return;
+      const open = async () => {
+        try {
+          if (!local) await adapter.connect();
+          else if (stopped || !(await hold(local))) {
+            // Another instance runs the adapter (or will: this one is stopping): only the credentials are checked here.
+            await adapter.check?.();
+          } else if (!local.open) {
             await adapter.connect();
             opened(local);
+          }
+        } catch (error) {
+          // The adapter's own words go to the log only: an answer or an audit entry could be read
+          // by any User, and an adapter's error might quote more than it should.
+          logger.warn({ channelType: adapter.type, err: describe(error) }, "a channel adapter failed to open");
+          await audit.record(db.em(), {
+            action: "channel.connect",
+            severity: "error",
+            resource: adapter.type,
+            detail: { changed: false, isConnected: await isConnected(adapter.type), failed: true },
           });
-      } catch (error) {
-        // The adapter's own words go to the log only: an answer or an audit entry could be read
-        // by any User, and an adapter's error might quote more than it should.
-        logger.warn({ channelType: adapter.type, err: describe(error) }, "a channel adapter failed to open");
-        await audit.record(db.em(), {
-          action: "channel.connect",
-          severity: "error",
-          resource: adapter.type,
-          detail: { changed: false, isConnected: await isConnected(adapter.type), failed: true },
-        });
-        if (error instanceof ChannelPlatformError) throw platformFailure(adapter.type, error, "refused the connection");
-        if (error instanceof ConnectError && error.code === Code.Unimplemented) throw error;
-        throw new ConnectError(`channel '${adapter.type}' could not connect; see the gateway's log`, Code.Unavailable);
-      }
-      return setState(adapter, true);
+          if (error instanceof ChannelPlatformError) throw platformFailure(adapter.type, error, "refused the connection");
+          if (error instanceof ConnectError && error.code === Code.Unimplemented) throw error;
+          throw new ConnectError(`channel '${adapter.type}' could not connect; see the gateway's log`, Code.Unavailable);
+        }
+        return setState(adapter, true);
+      };
+      // Opened and recorded under the adapter's lock: a renewal round in between would read the
+      // state not yet connected and close the adapter again.
+      return local ? exclusive(local, open) : open();
     },
 
     async disconnect(type) {
@@ -476,6 +480,7 @@ export function createChannelRegistry({ db, uow, audit, logger, lease }: Channel
     reportConnection: recordConnection,
 
     async stop(options = {}) {
+      stopped = true;
       const current = ticking;
       ticking = undefined;
       current?.stop.abort();
