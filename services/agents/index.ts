@@ -169,11 +169,13 @@ export const agentsModule = defineModule({
     const turn = (agentId: string, message: string, signal?: AbortSignal) =>
       queue ? queue.run(agentId, message, signal) : runTurn(agents.deps, turnSettings, agentId, message, signal ? { signal } : {});
     // Holds new turns (REST, hub, channels, bridge) while app-daemon drains this process for an update.
-    const gate = new TurnGate(Math.ceil(settings.updates.drainTimeout / 1000) + 15);
+    const drainRetryAfterSeconds = Math.ceil(settings.updates.drainTimeout / 1000) + 15;
+    const gate = new TurnGate(drainRetryAfterSeconds);
     // Chat channels: a message runs a turn of its conversation's agent (channels/conversations.ts).
     const channels = await channelsParts.start(deps, {
       audit,
       settings: () => live.channels,
+      drain: { draining: () => gate.draining, retryAfterSeconds: drainRetryAfterSeconds },
       agents: {
         spawn: (input) => agents.spawn(input),
         agentExists: async (id) => (await deps.db.reads.byId(AgentEntity, id)) !== null,

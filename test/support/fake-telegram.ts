@@ -4,6 +4,8 @@
 // and forgets the updates below `offset` and holds the request up to `timeout` seconds until an
 // update arrives; sendMessage (JSON), with a 429 carrying `parameters.retry_after` scriptable once.
 // A wrong token is 401. `outage` destroys every socket (held polls too) until it is lifted.
+// How many getUpdates are held at once is counted (one bot token must have one poller: Telegram
+// answers a second one 409), so tests running several instances can see there is only one.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
@@ -39,6 +41,9 @@ export interface FakeTelegram {
   getMeCalls: number;
   /** getUpdates requests received (answered or still held). */
   pollsStarted: number;
+  /** getUpdates requests being held now, and the most there ever were at once. */
+  activePolls: number;
+  maxActivePolls: number;
   sent: SentTelegramMessage[];
   /** Called with each message sendMessage accepted (a benchmark's signal), after it is in `sent`. */
   onSent?: (message: SentTelegramMessage) => void;
@@ -74,6 +79,8 @@ export async function startFakeTelegram(token = "123456:TEST-fake-bot-token-abcd
     polls: [],
     getMeCalls: 0,
     pollsStarted: 0,
+    activePolls: 0,
+    maxActivePolls: 0,
     sent: [],
     rateLimited: [],
     push(input) {
@@ -123,6 +130,16 @@ export async function startFakeTelegram(token = "123456:TEST-fake-bot-token-abcd
 
   async function getUpdates(req: IncomingMessage, res: ServerResponse, params: Record<string, unknown>): Promise<void> {
     fake.pollsStarted++;
+    fake.activePolls++;
+    fake.maxActivePolls = Math.max(fake.maxActivePolls, fake.activePolls);
+    try {
+      await holdPoll(req, res, params);
+    } finally {
+      fake.activePolls--;
+    }
+  }
+
+  async function holdPoll(req: IncomingMessage, res: ServerResponse, params: Record<string, unknown>): Promise<void> {
     const offset = params.offset === undefined ? undefined : Number(params.offset);
     const timeout = params.timeout === undefined ? 0 : Number(params.timeout);
     if (offset !== undefined) confirmedBelow = Math.max(confirmedBelow, offset);

@@ -7,6 +7,11 @@
 // text message to `host.receive` (the gateway checks AllowFrom, runs the conversation's agent turn
 // and sends the reply back through `send`), and reports platform-side losses and recoveries with
 // `host.connectionChanged`.
+//
+// One instance runs each platform adapter (channel-lease.ts): the registry opens it only on the
+// instance holding the channel's lease. While app-daemon drains the process for an update,
+// `host.receive` refuses new messages (answers false): the adapter leaves such a message
+// unconfirmed to the platform, where it can, so it is delivered again once messages are taken.
 import type { Logger } from "pino";
 
 export interface ChannelAdapter {
@@ -20,6 +25,11 @@ export interface ChannelAdapter {
    * should start disconnected.
    */
   readonly connectedAtStart: boolean;
+  /**
+   * Opened on every instance (the web channel, which has nothing to open). Otherwise one instance
+   * at a time runs the adapter: the one holding the channel's lease.
+   */
+  readonly everyInstance?: boolean;
   /**
    * The first setting the adapter needs that is unset (`Channels:Telegram:BotToken`), or undefined
    * when it can try to connect. GET /api/channels shows `configured` = none missing; a connect
@@ -35,6 +45,12 @@ export interface ChannelAdapter {
    * must not carry a token or a key).
    */
   connect(): Promise<void>;
+  /**
+   * Checks the credentials with the platform without opening anything (Telegram getMe): a connect
+   * request on an instance other than the lease holder calls this instead of connect. Throws as
+   * connect does. Optional: without it, such a request records the state only.
+   */
+  check?(): Promise<void>;
   /** Closes the adapter on this instance; idempotent, and should not throw for a closed adapter. */
   disconnect(): Promise<void>;
   /**
@@ -60,8 +76,15 @@ export interface InboundMessage {
 
 /** What the gateway gives an adapter. */
 export interface ChannelHost {
-  /** Takes an inbound message; never throws, returns at once (the turn runs on its own). */
-  receive(message: InboundMessage): void;
+  /**
+   * Takes an inbound message (the turn runs on its own): answers true, and the adapter may confirm
+   * it to the platform. Answers false while the gateway drains for an update: the message was not
+   * taken, and the adapter leaves it unconfirmed where the platform allows (Telegram: the offset
+   * stays; Signal: the Last-Event-ID stays) and waits with `accepting` before reading on. Never throws.
+   */
+  receive(message: InboundMessage): boolean;
+  /** Resolves once messages are taken again (at once when they are), or when `signal` aborts. */
+  accepting(signal: AbortSignal): Promise<void>;
   /** A platform-side loss (false) or recovery (true) of an open adapter: channel.disconnected / channel.connected. */
   connectionChanged(connected: boolean, reason?: string): void;
   logger: Logger;

@@ -8,6 +8,11 @@
 // it at the platform's limit. Turns of one conversation run one at a time, in arrival order (a
 // queue per conversation on this instance); different conversations run side by side. A failed
 // turn is answered with a short apology; the error itself goes to the log only.
+//
+// While app-daemon drains the process for an update, receive takes nothing (answers false): the
+// adapter leaves the message unconfirmed so the platform delivers it again after the update (or
+// the drain's end). A message taken before the drain began whose turn had not started yet (queued
+// behind another turn of its conversation) meets the turn gate's refusal and gets the apology.
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import type { Database } from "../../runtime/database/index.js";
@@ -37,11 +42,13 @@ export interface ConversationRouterDeps {
   settings(channelType: string): ConversationSettings | undefined;
   adapter(channelType: string): ChannelAdapter | undefined;
   logger: Pick<Logger, "info" | "warn" | "error">;
+  /** Whether app-daemon drains the process for an update now: no new message is taken. */
+  draining?: () => boolean;
 }
 
 export interface ConversationRouter {
-  /** ChannelHost.receive: never throws, returns at once. */
-  receive(message: InboundMessage): void;
+  /** ChannelHost.receive: never throws, returns at once; false (not taken) while draining. */
+  receive(message: InboundMessage): boolean;
   /** Resolves once every turn queued so far has ended (its reply or apology sent). */
   drained(): Promise<void>;
 }
@@ -147,6 +154,7 @@ export function createConversationRouter(deps: ConversationRouterDeps): Conversa
 
   return {
     receive(message) {
+      if (deps.draining?.()) return false;
       const key = `${message.channelType}\u0000${message.conversationId}`;
       const before = queues.get(key) ?? Promise.resolve();
       const next = before
@@ -163,6 +171,7 @@ export function createConversationRouter(deps: ConversationRouterDeps): Conversa
           if (queues.get(key) === next) queues.delete(key);
         });
       queues.set(key, next);
+      return true;
     },
 
     async drained() {

@@ -13,7 +13,7 @@ import { type FakeDiscord, type GatewayFrame, startFakeDiscord } from "../../../
 import { until } from "../../../test/support/until.js";
 import type { ChannelAdapter, ChannelHost, InboundMessage } from "./channel-adapter.js";
 import { ChannelPlatformError } from "./channel-adapter.js";
-import { createDiscordChannel, DISCORD_INTENTS, discordReconnectDelay } from "./discord.js";
+import { createDiscordChannel, DISCORD_DRAINING_NOTICE, DISCORD_INTENTS, discordReconnectDelay } from "./discord.js";
 
 interface Recorder {
   host: ChannelHost;
@@ -21,22 +21,27 @@ interface Recorder {
   changes: { connected: boolean; reason?: string }[];
   /** Everything the adapter logged, as JSON lines. */
   log: string[];
+  /** While `refusing`, host.receive refuses messages as while the gateway drains. */
+  drain: { refusing: boolean };
 }
 
 function recorder(): Recorder {
   const received: InboundMessage[] = [];
   const changes: Recorder["changes"] = [];
   const log: string[] = [];
+  const drain = { refusing: false };
   const logger = pino({ level: "trace" }, { write: (line: string) => void log.push(line) });
   return {
     host: {
-      receive: (message) => void received.push(message),
+      receive: (message) => !drain.refusing && received.push(message) > 0,
+      accepting: async () => {},
       connectionChanged: (connected, reason) => void changes.push({ connected, reason }),
       logger,
     },
     received,
     changes,
     log,
+    drain,
   };
 }
 
@@ -162,6 +167,20 @@ test("a message from a person reaches host.receive; bot, webhook, own, non-text 
     { channelType: "discord", conversationId: "501", senderId: "76", text: "hello bot", replyTo: id },
   ]);
   t.is(rec.received.length, 3, "only the two and the marker");
+});
+
+test("a message refused while draining (no gateway acknowledgement to withhold) is answered with a notice to send it again", async (t) => {
+  const { fake, rec, adapter } = await setup(t, 1000);
+  await adapter.connect();
+  rec.drain.refusing = true;
+  const id = fake.push({ channelId: "502", authorId: "77", content: "during the drain" });
+  await until(() => fake.sent.length === 1, "the notice");
+  t.like(fake.sent[0], {
+    channelId: "502",
+    content: DISCORD_DRAINING_NOTICE,
+    message_reference: { message_id: id, fail_if_not_exists: false },
+  });
+  t.deepEqual(rec.received, []);
 });
 
 test("send: split at 2000 in order with nothing added, the first part referencing the inbound message", async (t) => {

@@ -19,6 +19,11 @@
 // text are not pinged (allowed_mentions parse []), so an agent cannot ping @everyone. A 429 waits
 // its retry_after (platform-http.ts). The token travels only in the Authorization header and the
 // Identify/Resume frames; every message leaving here has it cut out.
+//
+// Gateway events have no acknowledgement to hold back: a message arriving while the gateway drains
+// for an update (host.receive refuses it) cannot be left for later, so it is answered with a short
+// notice asking to send it again (DISCORD_DRAINING_NOTICE). A connect request on an instance not
+// holding the lease only calls gateway/bot.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { setTimeout as sleep } from "node:timers/promises";
 import WebSocket from "ws";
@@ -28,6 +33,8 @@ import { type PlatformAnswer, platformHttp, redact } from "./platform-http.js";
 import { splitMessage } from "./split-message.js";
 
 export const DISCORD_MESSAGE_LIMIT = 2000;
+/** The answer to a message that arrives while the gateway drains for an update. */
+export const DISCORD_DRAINING_NOTICE = "The assistant is restarting for an update; please send that again in a minute.";
 /** GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT (privileged: enable it for the bot in the developer portal). */
 export const DISCORD_INTENTS = (1 << 9) | (1 << 12) | (1 << 15);
 export const DISCORD_RECONNECT_FIRST_MS = 1000;
@@ -230,13 +237,19 @@ export const createDiscordChannel: ChannelFactory<DiscordSettings> = (settings, 
         // Replayed messages (before RESUMED) count too: they were missed while away.
         const message = (data ?? {}) as DiscordMessage;
         if (!fromPerson(message)) return;
-        host.receive({
+        const taken = host.receive({
           channelType: "discord",
           conversationId: message.channel_id as string,
           senderId: (message.author as { id: string }).id,
           text: message.content as string,
           replyTo: message.id as string,
         });
+        if (!taken) {
+          // Draining: the gateway has no way to leave an event for later, so the sender is told.
+          adapter.send(message.channel_id as string, DISCORD_DRAINING_NOTICE, message.id as string).catch((error: unknown) => {
+            host.logger.warn({ channelType: "discord", err: redact(describe(error), [token]) }, "the draining notice could not be sent");
+          });
+        }
       }
     }
 
@@ -413,13 +426,14 @@ export const createDiscordChannel: ChannelFactory<DiscordSettings> = (settings, 
     if (connection) await connection.close();
   }
 
-  return {
+  const adapter: ChannelAdapter = {
     type: "discord",
     displayName: "Discord",
     connectedAtStart: settings.autoConnect ?? false,
     missingSetting: () => (token === "" ? "Channels:Discord:BotToken" : undefined),
 
     ...adapterLoop(handshake, run),
+    check: async () => void (await gatewayUrl()),
 
     async send(conversationId, content, replyTo) {
       // A channel id is a snowflake: anything else is the caller's mistake (and must not reach the URL path).
@@ -453,6 +467,7 @@ export const createDiscordChannel: ChannelFactory<DiscordSettings> = (settings, 
       return lastId;
     },
   };
+  return adapter;
 };
 
 function describe(error: unknown): string {

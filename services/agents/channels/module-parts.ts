@@ -1,13 +1,17 @@
 // What chat channels add to the agent gateway module: the service, tables and migrations, the
-// registry with every platform's adapter (web built in; Telegram and Signal; Slack and Discord
-// listed until their adapters land), and the conversation router every adapter hands its messages
+// registry with every platform's adapter (web built in; Telegram, Signal, Slack and Discord), and the conversation router every adapter hands its messages
 // to. Adapters are built with the Channels:<Type>:* settings at start (their credentials need a
 // restart); the router reads AllowFrom, Provider and Model at each message (hot reload).
 //
 // A platform adapter's loop runs detached from the request that connected it: its messages,
 // turns and audit entries happen in the context captured at start (no caller identity, no request
 // id), not in that of whoever happened to call connect.
+//
+// One instance runs each platform adapter (the lease: channel-lease.ts, kept by the registry);
+// while app-daemon drains the process (`drain`), no new message is taken and adapters leave them
+// unconfirmed (channel-adapter.ts).
 import { AsyncLocalStorage } from "node:async_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { ChannelService } from "../../../gen/agents/v1/channel_pb.js";
 import type { EventBus } from "../../runtime/bus/index.js";
@@ -18,9 +22,11 @@ import { createUnitOfWork } from "../../runtime/outbox/index.js";
 import { agentsStream } from "../agents-stream.js";
 import type { AuditLog } from "../audit/types.js";
 import { AgentsChannelConversations0009 } from "../migrations/0009-channel-conversations.js";
+import { AgentsChannelLeases0010 } from "../migrations/0010-channel-leases.js";
 import type { ChannelsSettings } from "../settings.js";
 import type { ChannelAdapter, ChannelHost } from "./channel-adapter.js";
 import { type ChannelRegistry, createChannelRegistry } from "./channel-registry.js";
+import type { LeaseTimings } from "./channel-lease.js";
 import { channelService } from "./channel-service.js";
 import { AgentsChannels0003, ChannelEntity, ChannelMessageEntity } from "./channel-table.js";
 import { CONVERSATION_TABLE } from "../migrations/0009-channel-conversations.js";
@@ -48,7 +54,15 @@ export interface ChannelsStartOptions {
   settings: () => ChannelsSettings;
   /** The agents a conversation runs its turns on. */
   agents: Pick<ConversationRouterDeps, "spawn" | "agentExists" | "runTurn">;
+  /** app-daemon's drain (the turn gate): while `draining()`, no message is taken; a web SendMessage is 503 with this Retry-After. */
+  drain?: { draining(): boolean; retryAfterSeconds: number };
 }
+
+/** Test seam: lease timings in place of CHANNEL_LEASE_TIMINGS for every mesh of the process. */
+export const channelsWiring: { lease?: Partial<LeaseTimings> } = {};
+
+/** How often an adapter waiting for a drain to end looks again. */
+const DRAIN_CHECK_MS = 250;
 
 export const channelsParts = {
   services: [ChannelService],
@@ -56,6 +70,7 @@ export const channelsParts = {
   migrations: [
     { name: "agents-0003-channels", class: AgentsChannels0003 },
     { name: "agents-0009-channel-conversations", class: AgentsChannelConversations0009 },
+    { name: "agents-0010-channel-leases", class: AgentsChannelLeases0010 },
   ],
   async start(
     deps: ChannelsStartDeps,
@@ -75,7 +90,14 @@ export const channelsParts = {
     workers: Worker[];
   }> {
     const detached = AsyncLocalStorage.snapshot();
-    const registry = createChannelRegistry({ db: deps.db, uow: createUnitOfWork(deps), audit: options.audit, logger: deps.logger });
+    const registry = createChannelRegistry({
+      db: deps.db,
+      uow: createUnitOfWork(deps),
+      audit: options.audit,
+      logger: deps.logger,
+      lease: channelsWiring.lease,
+    });
+    const draining = () => options.drain?.draining() ?? false;
     const adapters = new Map<string, ChannelAdapter>();
     const router = createConversationRouter({
       db: deps.db,
@@ -84,12 +106,16 @@ export const channelsParts = {
       settings: (type) => (options.settings() as Record<string, ChannelsSettings[keyof ChannelsSettings] | undefined>)[type],
       adapter: (type) => adapters.get(type),
       logger: deps.logger,
+      draining,
     });
     const hostFor = (type: string): ChannelHost => {
       const logger = deps.logger.child({ channelType: type });
       return {
         logger,
         receive: (message) => router.receive(message),
+        async accepting(signal) {
+          while (draining() && !signal.aborted) await sleep(DRAIN_CHECK_MS, undefined, { signal }).catch(() => {});
+        },
         connectionChanged: (connected, reason) => {
           registry.reportConnection(type, connected, reason).catch((error: unknown) => {
             logger.warn(
@@ -117,7 +143,7 @@ export const channelsParts = {
     await registry.start();
     // Other instances' connects and disconnects open and close this instance's adapters too.
     const following = await registry.follow(deps.bus, agentsStream.name);
-    const webHub = createWebHub(web, registry, router);
+    const webHub = createWebHub(web, registry, router, options.drain?.retryAfterSeconds);
     return {
       registry,
       web,

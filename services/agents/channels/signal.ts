@@ -7,6 +7,11 @@
 // A stream that ends or fails is a platform-side loss: connectionChanged(false), then every 5 s a
 // new stream with Last-Event-ID (the last event id seen) until one is answered 200
 // (connectionChanged(true)). The SSE framing is parsed here (fetch streaming, a small parser).
+// While the gateway drains for an update, host.receive refuses a message: the stream is closed
+// right there without taking that event's id as the Last-Event-ID, and once the drain ends a new
+// stream asks from the last event taken (not a loss). Whether the refused event comes again is the
+// daemon's to decide: one that replays from Last-Event-ID delivers it; one that does not, loses it.
+// A connect request on an instance not holding the lease only calls /api/v1/check.
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type ChannelAdapter, type ChannelFactory, ChannelPlatformError } from "./channel-adapter.js";
@@ -49,21 +54,22 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
     if (answer.status !== 200) throw new ChannelPlatformError(`signal check: HTTP ${answer.status}`, "refused");
   }
 
-  function handle(event: string, data: string): void {
-    if (event !== "receive") return;
+  /** Hands one event's message on; answers false when it was refused (draining). */
+  function handle(event: string, data: string): boolean {
+    if (event !== "receive") return true;
     let parsed: { envelope?: SignalEnvelope; params?: { envelope?: SignalEnvelope } };
     try {
       parsed = JSON.parse(data);
     } catch {
-      return;
+      return true;
     }
     const envelope = parsed.envelope ?? parsed.params?.envelope;
     const text = envelope?.dataMessage?.message;
-    if (!envelope || typeof text !== "string" || text === "") return;
+    if (!envelope || typeof text !== "string" || text === "") return true;
     const sender = envelope.sourceNumber ?? envelope.source ?? envelope.sourceUuid;
-    if (!sender || sender === account) return;
+    if (!sender || sender === account) return true;
     const groupId = envelope.dataMessage?.groupInfo?.groupId;
-    host.receive({
+    return host.receive({
       channelType: "signal",
       conversationId: typeof groupId === "string" && groupId !== "" ? groupId : sender,
       senderId: sender,
@@ -71,8 +77,11 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
     });
   }
 
-  /** Reads one event stream to its end; answers once the stream closes. Throws when it is not answered 200. */
-  async function stream(stop: AbortSignal, lastEventId: { value?: string }, opened: () => void): Promise<void> {
+  /**
+   * Reads one event stream to its end; answers once the stream closes ("ended"), or once an event
+   * was refused ("held": the stream is given up there). Throws when it is not answered 200.
+   */
+  async function stream(stop: AbortSignal, lastEventId: { value?: string }, opened: () => void): Promise<"ended" | "held"> {
     let res: Response;
     try {
       res = await fetch(`${base}/api/v1/events`, {
@@ -80,7 +89,7 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
         signal: stop,
       });
     } catch (error) {
-      if (stop.aborted) return;
+      if (stop.aborted) return "ended";
       throw new ChannelPlatformError(`signal events: ${error instanceof Error ? error.message : String(error)}`, "unreachable");
     }
     if (res.status !== 200 || !res.body) {
@@ -92,13 +101,19 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
     let buffer = "";
     let event = "";
     let data: string[] = [];
-    const dispatch = () => {
-      if (data.length > 0) handle(event || "message", data.join("\n"));
+    /** The id of the event being read: the Last-Event-ID once that event was taken. */
+    let id = lastEventId.value;
+    let held = false;
+    /** Dispatches the event read so far: false when its message was refused. */
+    const dispatch = (): boolean => {
+      const taken = data.length === 0 || handle(event || "message", data.join("\n"));
       event = "";
       data = [];
+      if (taken) lastEventId.value = id;
+      return taken;
     };
     try {
-      for await (const chunk of res.body) {
+      reading: for await (const chunk of res.body) {
         buffer += decoder.decode(chunk as Uint8Array, { stream: true });
         for (let end = buffer.search(/\r\n|\r|\n/); end >= 0; end = buffer.search(/\r\n|\r|\n/)) {
           // A lone \r at the end of the buffer may be the first half of \r\n: wait for more.
@@ -106,7 +121,11 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
           const line = buffer.slice(0, end);
           buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
           if (line === "") {
-            dispatch();
+            // Leaving the loop cancels the stream: nothing after the refused event is read.
+            if (!dispatch()) {
+              held = true;
+              break reading;
+            }
             continue;
           }
           if (line.startsWith(":")) continue;
@@ -116,11 +135,12 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
           if (value.startsWith(" ")) value = value.slice(1);
           if (field === "event") event = value;
           else if (field === "data") data.push(value);
-          else if (field === "id" && !value.includes("\u0000")) lastEventId.value = value;
+          else if (field === "id" && !value.includes("\u0000")) id = value;
         }
       }
+      return held ? "held" : "ended";
     } catch (error) {
-      if (stop.aborted) return;
+      if (stop.aborted) return "ended";
       throw new ChannelPlatformError(`signal events: ${error instanceof Error ? error.message : String(error)}`, "unreachable");
     }
   }
@@ -131,12 +151,17 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
     while (!stop.aborted) {
       let reason = "the event stream ended";
       try {
-        await stream(stop, lastEventId, () => {
+        const outcome = await stream(stop, lastEventId, () => {
           if (!up) {
             up = true;
             host.connectionChanged(true);
           }
         });
+        if (outcome === "held") {
+          // Not a loss: the stream was given up at a refused message; a new one once messages are taken.
+          await host.accepting(stop);
+          continue;
+        }
       } catch (error) {
         reason = error instanceof Error ? error.message : String(error);
       }
@@ -157,6 +182,7 @@ export const createSignalChannel: ChannelFactory<SignalSettings> = (settings, ho
     missingSetting: () => (base === "" ? "Channels:Signal:BaseUrl" : account === "" ? "Channels:Signal:Account" : undefined),
 
     ...adapterLoop(check, listen),
+    check: () => check(),
 
     async send(conversationId, content) {
       const target = isSignalRecipient(conversationId) ? { recipient: [conversationId] } : { groupId: conversationId };

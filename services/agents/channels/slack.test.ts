@@ -16,6 +16,8 @@ interface Recorded {
   received: InboundMessage[];
   changes: { connected: boolean; reason?: string }[];
   logs: string[];
+  /** While `refusing`, host.receive refuses messages as while the gateway drains. */
+  drain: { refusing: boolean };
 }
 
 async function setUp(t: ExecutionContext, overrides: Partial<SlackSettings> = {}, fakeOptions: FakeSlackOptions = {}): Promise<Recorded> {
@@ -29,8 +31,11 @@ async function setUp(t: ExecutionContext, overrides: Partial<SlackSettings> = {}
   });
   const received: InboundMessage[] = [];
   const changes: { connected: boolean; reason?: string }[] = [];
+  const drain = { refusing: false };
   const host: ChannelHost = {
-    receive: (message) => received.push(message),
+    // While `drain.refusing`, messages are refused as while the gateway drains for an update.
+    receive: (message) => !drain.refusing && received.push(message) > 0,
+    accepting: async () => {},
     connectionChanged: (connected, reason) => changes.push(reason === undefined ? { connected } : { connected, reason }),
     logger: pino({ level: "trace" }, sink),
   };
@@ -42,7 +47,7 @@ async function setUp(t: ExecutionContext, overrides: Partial<SlackSettings> = {}
     await adapter.disconnect();
     await fake.close();
   });
-  return { fake, adapter, received, changes, logs };
+  return { fake, adapter, received, changes, logs, drain };
 }
 
 /** Neither token (nor a recognisable piece of one) in `text`. */
@@ -55,7 +60,7 @@ function assertNoToken(t: ExecutionContext, fake: FakeSlack, text: string) {
 const acks = (fake: FakeSlack, socket = 0) => fake.sockets[socket]!.received;
 
 test("the adapter's shape: type, name, AutoConnect, and the settings it needs in order", async (t) => {
-  const host: ChannelHost = { receive() {}, connectionChanged() {}, logger: pino({ level: "silent" }) };
+  const host: ChannelHost = { receive: () => true, accepting: async () => {}, connectionChanged() {}, logger: pino({ level: "silent" }) };
   const base = { apiBaseUrl: "https://slack.com/api" };
   const none = createSlackChannel(base, host);
   t.is(none.type, "slack");
@@ -168,6 +173,25 @@ test("bot, own, non-text, subtype and redelivered messages are acked but not rec
     acks(fake),
     fake.sockets[0]!.envelopes.map((envelope_id) => ({ envelope_id })),
   );
+});
+
+test("a message refused while draining is not acked (Slack sends it again) and is received when it comes again", async (t) => {
+  const { fake, adapter, received, drain } = await setUp(t);
+  await adapter.connect();
+  drain.refusing = true;
+  const held = fake.push({ channel: "C0300", user: "U0PERSON", text: "during the drain" });
+  // A bot's message after it is acked: once its ack is in, the held envelope has been handled too.
+  const bot = fake.push({ channel: "C0300", user: "U0OTHERBOT", text: "from a bot", botId: "B0OTHER" });
+  await until(() => acks(fake).length === 1, "the bot message's ack");
+  t.deepEqual(acks(fake), [{ envelope_id: bot.envelopeId }], "the held envelope is not acked");
+  t.deepEqual(received, []);
+
+  drain.refusing = false;
+  const again = fake.push({ channel: "C0300", user: "U0PERSON", text: "during the drain", ts: held.ts });
+  await until(() => received.length === 1, "the message delivered again");
+  t.like(received[0], { conversationId: "C0300", text: "during the drain", replyTo: held.ts });
+  await until(() => acks(fake).length === 2, "its ack");
+  t.deepEqual(acks(fake)[1], { envelope_id: again.envelopeId });
 });
 
 test("malformed frames are ignored: the socket and the adapter go on", async (t) => {

@@ -6,7 +6,10 @@
 // to the background loop (adapterLoop); connects in flight are shared so two never open two sockets.
 //
 // On the socket, every frame carrying an `envelope_id` is acked at once with `{ envelope_id }`
-// (before the event is handled; an unacked envelope is redelivered). `events_api` envelopes with a
+// (as soon as the event is handed on, before its turn runs; an unacked envelope is redelivered), but
+// for a message refused while the gateway drains for an update: that envelope is not acked, so
+// Slack delivers it again later (its retries: a few, minutes apart), to whichever instance then
+// runs the adapter; once Slack's retries are over, the message is lost. `events_api` envelopes with a
 // `message` event from a person (no `bot_id`, no `subtype`, not the bot's own user, with text) go
 // to host.receive: the channel id is the conversation, `thread_ts ?? ts` the replyTo. Redeliveries
 // (Slack retries an envelope whose ack it missed, e.g. across a reconnect) are dropped by the
@@ -132,23 +135,26 @@ export const createSlackChannel: ChannelFactory<SlackSettings> = (settings, host
     ownUserId = answer.user_id;
   }
 
-  function handleEvent(event: SlackMessageEvent | undefined): void {
-    if (event?.type !== "message") return;
-    if (event.subtype !== undefined || event.bot_id !== undefined) return;
+  /** Hands a person's message on; answers false when it was refused (draining), true otherwise. */
+  function handleEvent(event: SlackMessageEvent | undefined): boolean {
+    if (event?.type !== "message") return true;
+    if (event.subtype !== undefined || event.bot_id !== undefined) return true;
     const { channel, user, text, ts } = event;
-    if (typeof channel !== "string" || typeof user !== "string" || typeof ts !== "string") return;
-    if (typeof text !== "string" || text === "" || user === ownUserId) return;
+    if (typeof channel !== "string" || typeof user !== "string" || typeof ts !== "string") return true;
+    if (typeof text !== "string" || text === "" || user === ownUserId) return true;
     const key = `${channel}/${ts}`;
-    if (seen.has(key)) return;
-    seen.add(key);
-    if (seen.size > SEEN_LIMIT) seen.delete(seen.values().next().value as string);
-    host.receive({
+    if (seen.has(key)) return true;
+    const taken = host.receive({
       channelType: "slack",
       conversationId: channel,
       senderId: user,
       text: slackUnescape(text),
       replyTo: typeof event.thread_ts === "string" && event.thread_ts !== "" ? event.thread_ts : ts,
     });
+    if (!taken) return false;
+    seen.add(key);
+    if (seen.size > SEEN_LIMIT) seen.delete(seen.values().next().value as string);
+    return true;
   }
 
   /** apps.connections.open, the WebSocket, and its hello; throws ChannelPlatformError when any fails. */
@@ -208,13 +214,14 @@ export const createSlackChannel: ChannelFactory<SlackSettings> = (settings, host
         return;
       }
       if (typeof frame !== "object" || frame === null) return;
-      if (typeof frame.envelope_id === "string") ws.send(JSON.stringify({ envelope_id: frame.envelope_id }));
+      // A message refused while draining is not acked: Slack sends the envelope again later.
+      const taken = frame.type !== "events_api" || handleEvent(frame.payload?.event);
+      if (typeof frame.envelope_id === "string" && taken) ws.send(JSON.stringify({ envelope_id: frame.envelope_id }));
       if (frame.type === "hello") {
         keepAlive();
         hello();
       } else if (frame.type === "disconnect")
         finish({ kind: "refresh", reason: `slack asked to reconnect (${String(frame.reason ?? "")})` });
-      else if (frame.type === "events_api") handleEvent(frame.payload?.event);
     });
     ws.on("error", (error) => {
       lastError = clean(error.message);
@@ -323,6 +330,7 @@ export const createSlackChannel: ChannelFactory<SlackSettings> = (settings, host
     type: "slack",
     displayName: "Slack",
     connectedAtStart: settings.autoConnect ?? false,
+    check: () => authTest(),
     missingSetting: () => (botToken === "" ? "Channels:Slack:BotToken" : appToken === "" ? "Channels:Slack:AppToken" : undefined),
 
     connect() {

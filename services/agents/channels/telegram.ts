@@ -5,6 +5,10 @@
 // conversation. A failed poll is a platform-side loss: connectionChanged(false), then every 3 s a
 // getMe until one succeeds (connectionChanged(true)) and polling resumes. Replies are sendMessage
 // in plain text (no parse_mode), split at 4096 characters; a 429 waits `parameters.retry_after`.
+// While the gateway drains for an update, host.receive refuses a message: the offset stays at its
+// update_id (so Telegram answers it again to the next getUpdates, on this instance once the drain
+// ends or on whichever runs the adapter after the update) and the loop waits for the drain to end
+// before polling again. A connect request on an instance not holding the lease only calls getMe.
 // The bot token is part of every URL (`/bot<token>/`): URLs are never logged, and any message
 // leaving here has the token cut out.
 import { setTimeout as sleep } from "node:timers/promises";
@@ -81,8 +85,15 @@ export const createTelegramChannel: ChannelFactory<TelegramSettings> = (settings
   async function poll(stop: AbortSignal): Promise<void> {
     let offset: number | undefined;
     let up = true;
+    /** An update was refused (draining): no poll until messages are taken again. */
+    let held = false;
     while (!stop.aborted) {
       try {
+        if (held) {
+          await host.accepting(stop);
+          held = false;
+          if (stop.aborted) return;
+        }
         if (!up) {
           await getMe(stop);
           up = true;
@@ -102,16 +113,22 @@ export const createTelegramChannel: ChannelFactory<TelegramSettings> = (settings
         }
         for (const update of body.result) {
           if (typeof update.update_id !== "number") continue;
+          if (fromPerson(update)) {
+            const message = update.message!;
+            const taken = host.receive({
+              channelType: "telegram",
+              conversationId: String(message.chat.id),
+              senderId: String(message.from!.id),
+              text: message.text as string,
+              replyTo: String(message.message_id),
+            });
+            if (!taken) {
+              // Unconfirmed: the offset stays at this update, and so do the ones after it.
+              held = true;
+              break;
+            }
+          }
           offset = Math.max(offset ?? 0, update.update_id + 1);
-          if (!fromPerson(update)) continue;
-          const message = update.message!;
-          host.receive({
-            channelType: "telegram",
-            conversationId: String(message.chat.id),
-            senderId: String(message.from!.id),
-            text: message.text as string,
-            replyTo: String(message.message_id),
-          });
         }
       } catch (error) {
         if (stop.aborted) return;
@@ -133,6 +150,7 @@ export const createTelegramChannel: ChannelFactory<TelegramSettings> = (settings
     missingSetting: () => (token === "" ? "Channels:Telegram:BotToken" : undefined),
 
     ...adapterLoop(getMe, poll),
+    check: () => getMe(),
 
     async send(conversationId, content, replyTo) {
       let lastId = "";

@@ -1,4 +1,4 @@
-// The built-in `web` channel: nothing to open or close, connected at first start (Channels:Web:AutoConnect). A message sent
+// The built-in `web` channel: nothing to open or close (so no lease: every instance serves it), connected at first start (Channels:Web:AutoConnect). A message sent
 // to it is delivered by writing it to agents_channel_message (the web channel's inbox, read by
 // conversation; every instance sees it) and handing it to this instance's listeners.
 import { randomUUID } from "node:crypto";
@@ -23,6 +23,7 @@ export function createWebChannel(db: Pick<Database, "em">, connectedAtStart = tr
     type: WEB_CHANNEL,
     displayName: "Web",
     connectedAtStart,
+    everyInstance: true,
     missingSetting: () => undefined,
     async connect() {},
     async disconnect() {},

@@ -6,7 +6,8 @@
 // that conversation. Each connection's push stream (PushAgentHubCalls, opened by the gateway once
 // the handshake is done) is found by the connection id the gateway sends with every call. A
 // SendMessage may arrive before the push stream opens: the connection's entry is made by whichever
-// comes first, and calls queue until the stream takes them.
+// comes first, and calls queue until the stream takes them. While app-daemon drains the process
+// for an update, SendMessage is refused like any new turn: 503 (Unavailable) with Retry-After.
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
@@ -44,6 +45,8 @@ export function createWebHub(
   web: WebChannel,
   registry: Pick<ChannelRegistry, "list">,
   router: Pick<ConversationRouter, "receive">,
+  /** Retry-After (seconds) of a SendMessage refused while draining. */
+  drainRetryAfterSeconds = 60,
 ): WebHub {
   const connections = new Map<string, HubConnection>();
   let stopped = false;
@@ -84,12 +87,17 @@ export function createWebHub(
       if (!state?.isConnected) throw new ConnectError(`channel '${WEB_CHANNEL}' is not connected`, Code.Aborted);
       const connectionId = ctx.requestHeader.get(HUB_CONNECTION_ID_HEADER) ?? "";
       if (connectionId !== "") entry(connectionId).conversations.add(req.conversationId);
-      router.receive({
+      const taken = router.receive({
         channelType: WEB_CHANNEL,
         conversationId: req.conversationId,
         senderId: currentIdentity().name ?? (connectionId || "anonymous"),
         text: req.content,
       });
+      if (!taken) {
+        throw new ConnectError("the agent gateway is draining for an update; try again shortly", Code.Unavailable, {
+          "retry-after": String(drainRetryAfterSeconds),
+        });
+      }
       return { channelType: WEB_CHANNEL, conversationId: req.conversationId };
     },
 
