@@ -5,19 +5,22 @@
 // the pool modes (`meshwork worker`, tasks) both start here; each closer goes onto `closers`.
 import type { Logger } from "pino";
 import { type EventBus, openBus } from "./runtime/bus/index.js";
-import { redactUrl, type RuntimeSettings } from "./runtime/config/index.js";
+import { redactUrl } from "./runtime/config/index.js";
 import { type Database, openDatabase } from "./runtime/database/index.js";
-import type { ServiceModule } from "./runtime/module/index.js";
+import type { MeshConfig } from "./mesh-config.js";
+import type { ModuleDeps, ServiceModule } from "./runtime/module/index.js";
 import { type OutboxRelay, outboxModule, startOutboxRelay } from "./runtime/outbox/index.js";
 
 export interface MeshBackends {
   db: Database;
   bus: EventBus;
   relay: OutboxRelay;
+  /** What a module's start (or its pool workers and tasks) is handed: its settings and these backends. */
+  depsOf(module: ServiceModule): ModuleDeps<never>;
 }
 
 export async function openMeshBackends(options: {
-  runtime: RuntimeSettings;
+  config: MeshConfig;
   logger: Logger;
   /** Whose migrations the database runs. */
   databaseModules: readonly ServiceModule[];
@@ -25,7 +28,8 @@ export async function openMeshBackends(options: {
   streamModules: readonly ServiceModule[];
   closers: (() => Promise<void>)[];
 }): Promise<MeshBackends> {
-  const { runtime, logger, closers } = options;
+  const { config, logger, closers } = options;
+  const runtime = config.runtime;
   const db = await openDatabase({
     url: runtime.database.url,
     dataDir: runtime.data.dir,
@@ -46,5 +50,19 @@ export async function openMeshBackends(options: {
 
   const relay = startOutboxRelay({ db, bus, logger, pollIntervalMs: runtime.outbox.pollIntervalMs });
   closers.push(() => relay.stop());
-  return { db, bus, relay };
+  return {
+    db,
+    bus,
+    relay,
+    depsOf: (module) => ({
+      settings: config.get(module.settings) as never,
+      runtime,
+      environment: config.environment,
+      otelEnv: config.otelEnv,
+      db,
+      bus,
+      outbox: relay,
+      logger,
+    }),
+  };
 }

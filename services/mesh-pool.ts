@@ -15,7 +15,6 @@ interface Backends {
 }
 
 async function openBackends(config: MeshConfig, logger: Logger, modules: readonly ServiceModule[]): Promise<Backends> {
-  const runtime = config.runtime;
   const closers: (() => Promise<void>)[] = [];
   const close = async () => {
     for (const closer of closers.reverse()) await closer().catch((err: unknown) => logger.error({ err }, "error during shutdown"));
@@ -23,18 +22,9 @@ async function openBackends(config: MeshConfig, logger: Logger, modules: readonl
   try {
     // Every registered module's migrations (a worker may run before any serving process did);
     // turns record events in the outbox, and the relay publishes them as in a serving process.
-    const { db, bus, relay } = await openMeshBackends({ runtime, logger, databaseModules: registered, streamModules: modules, closers });
+    const { depsOf } = await openMeshBackends({ config, logger, databaseModules: registered, streamModules: modules, closers });
     return {
-      depsOf: (module): ModuleDeps<never> => ({
-        settings: config.get(module.settings) as never,
-        runtime,
-        environment: config.environment,
-        otelEnv: config.otelEnv,
-        db,
-        bus,
-        outbox: relay,
-        logger,
-      }),
+      depsOf,
       close,
     };
   } catch (err) {

@@ -115,23 +115,20 @@ export async function startMesh({ config, logger, mode, modules: hosted }: MeshO
             ),
         });
     } else {
-      const { db, bus, relay } = await openMeshBackends({ runtime, logger, databaseModules: modules, streamModules: modules, closers });
+      const { db, bus, relay, depsOf } = await openMeshBackends({
+        config,
+        logger,
+        databaseModules: modules,
+        streamModules: modules,
+        closers,
+      });
 
       const registrations: { registration: ServiceRegistration; auth: ModuleAuth }[] = [];
       const reloaders: { module: ServiceModule; reload: (settings: unknown) => Promise<void> | void }[] = [];
       // Interceptors a module runs around its own services (outside auth), by service name.
       const ownInterceptors = new Map<string, readonly Interceptor[]>();
       for (const module of modules) {
-        const started = await module.start({
-          settings: settingsOf(module),
-          runtime,
-          environment: config.environment,
-          otelEnv: config.otelEnv,
-          db,
-          bus,
-          outbox: relay,
-          logger,
-        });
+        const started = await module.start(depsOf(module));
         for (const worker of started.workers ?? []) closers.push(() => worker.stop());
         if (started.reload) reloaders.push({ module, reload: started.reload.bind(started) as (settings: unknown) => Promise<void> | void });
         for (const registration of started.services) {
