@@ -1,6 +1,6 @@
 // Every service module's settings, without the modules themselves: the configuration loader reads
-// them from here, so a command that only reads settings (`app-daemon status`, `meshwork --help`)
-// starts without loading every service's implementation. registry.ts lists the modules; a test
+// them from here, so a command that only reads settings (`app-daemon status`, say) starts without
+// loading every service's implementation. registry.ts lists the modules; a test
 // (services/settings-registry.test.ts) keeps the two lists in step.
 import { agentsRenamedSettings, agentsSettings } from "./agents/module-settings.js";
 import { protectionRenamedSettings, protectionSettings } from "./protection/settings.js";
